@@ -1,0 +1,106 @@
+"""Tool schemas and the checking of tool calls against them.
+
+Each task declares its OpenAI tool schemas; :class:`ToolBox` checks a call's name, parses its JSON arguments
+and validates them with jsonschema against the task's own schema. A call that fails becomes a
+:class:`CheckedCall` with an ``error`` that the task words into a tool message; nothing here raises on
+model output.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import best_match
+
+from agentrl_envs.core.errors import EnvError
+from agentrl_envs.core.messages import ToolCall
+
+__all__ = ["CheckedCall", "ToolBox", "ToolCallError"]
+
+
+class ToolCallError(StrEnum):
+    """Why a tool call could not be executed."""
+
+    UNKNOWN_TOOL = "unknown tool"
+    MALFORMED_ARGUMENTS = "malformed arguments"
+    INVALID_ARGUMENTS = "invalid arguments"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedCall:
+    """A tool call after checking: either ``arguments`` are valid or ``error`` says why not."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    error: ToolCallError | None = None
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call can be executed."""
+        return self.error is None
+
+
+class ToolBox:
+    """A task's tools: their OpenAI schemas and a compiled validator per tool."""
+
+    def __init__(self, tools: list[dict[str, Any]]) -> None:
+        """Compile the validators.
+
+        Args:
+            tools: OpenAI tool schemas (``{"type": "function", "function": {"name", "parameters", ...}}``).
+
+        Raises:
+            EnvError: If a schema is malformed.
+        """
+        self.schemas = tools
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        for tool in tools:
+            function = tool.get("function", {})
+            name = function.get("name")
+            parameters = function.get("parameters", {"type": "object"})
+            if not name:
+                raise EnvError(f"Tool schema without a function name: {tool!r}")
+            try:
+                cls = jsonschema.validators.validator_for(parameters)
+                cls.check_schema(parameters)
+            except jsonschema.SchemaError as e:
+                raise EnvError(f"Tool {name!r} has an invalid parameters schema: {e.message}") from e
+            self._validators[name] = cls(parameters)
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in declaration order."""
+        return list(self._validators)
+
+    def check(self, call: ToolCall) -> CheckedCall:
+        """Check one tool call: known name, JSON-object arguments, schema-valid arguments."""
+        name = call.function.name
+        if name not in self._validators:
+            detail = f"Unknown tool {name!r}; available tools: {', '.join(self.names)}."
+            return CheckedCall(call.id, name, {}, ToolCallError.UNKNOWN_TOOL, detail)
+        raw = call.function.arguments.strip() or "{}"
+        try:
+            arguments = json.loads(raw)
+        except json.JSONDecodeError as e:
+            detail = f"Arguments of {name!r} are not valid JSON ({e.msg} at position {e.pos})."
+            return CheckedCall(call.id, name, {}, ToolCallError.MALFORMED_ARGUMENTS, detail)
+        if not isinstance(arguments, dict):
+            detail = f"Arguments of {name!r} must be a JSON object, got {type(arguments).__name__}."
+            return CheckedCall(call.id, name, {}, ToolCallError.MALFORMED_ARGUMENTS, detail)
+        error = best_match(self._validators[name].iter_errors(arguments))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path)
+            detail = f"Invalid arguments for {name!r}: {error.message}" + (f" (at {where})" if where else "") + "."
+            return CheckedCall(call.id, name, arguments, ToolCallError.INVALID_ARGUMENTS, _clip(detail))
+        return CheckedCall(call.id, name, arguments)
+
+
+def _clip(text: str, limit: int = 500) -> str:
+    """Keep error details readable when the offending value is huge (a 100 KB argument, say)."""
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Make a fresh Debian machine ready: uv, the workspace virtualenv, and the system services tests start.
+# Idempotent and quick when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v uv >/dev/null 2>&1; then
+    python3 -m pip install --quiet uv
+fi
+
+# System packages that backends start themselves (MariaDB for the DB task's mariadb backend).
+missing=()
+command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        echo "bootstrap: please install: ${missing[*]} (apt-get install ${missing[*]})" >&2
+    fi
+fi
+
+uv sync --all-packages --all-extras --frozen --quiet
