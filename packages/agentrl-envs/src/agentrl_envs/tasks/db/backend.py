@@ -8,7 +8,9 @@ computes the table hash used to grade modifications. Results are strings exactly
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from agentrl_envs.core.env import Fidelity
@@ -23,6 +25,7 @@ __all__ = [
     "QueryTimeoutError",
     "format_rows",
     "make_backend",
+    "scratch_dir",
 ]
 
 BACKENDS = ("sqlite", "mariadb")
@@ -106,6 +109,16 @@ def make_backend(
 
         return MariaDBBackend(query_timeout_s=query_timeout_s, result_limit=result_limit, url=mariadb_url)
     raise EnvError(f"Unknown DB backend {name!r}; choose one of {list(BACKENDS)}.")
+
+
+def scratch_dir() -> str | None:
+    """Where episode databases keep their files: RAM (``/dev/shm``) when there is one, else the temp dir.
+
+    Upstream's MySQL keeps its data on a tmpfs too; episode files are created and deleted every reset, which
+    costs milliseconds on a disk and microseconds in RAM.
+    """
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def format_rows(rows: Iterable[tuple[object, ...]], limit: int) -> tuple[str, bool]:

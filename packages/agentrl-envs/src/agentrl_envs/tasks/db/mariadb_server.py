@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
+from agentrl_envs.tasks.db.backend import scratch_dir
 
 __all__ = ["MariaDBServer", "acquire_server", "release_server"]
 
@@ -38,16 +39,6 @@ def _which(program: str) -> str:
     if path is None:
         raise BackendUnavailableError(f"The mariadb backend needs {program!r}, which is not installed; {_INSTALL_HINT}")
     return path
-
-
-def _scratch_dir() -> str | None:
-    """Where the data directory goes: RAM (``/dev/shm``) when there is one.
-
-    Upstream's server keeps its data on a tmpfs too; tables are created and dropped every episode, and syncing
-    their files to disk costs about 50 ms each.
-    """
-    shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
 def _die_with_parent() -> None:
@@ -91,7 +82,7 @@ class MariaDBServer:
         Raises:
             InfraError: If initialisation or start-up fails (the message holds the server log's tail).
         """
-        self._dir = Path(tempfile.mkdtemp(prefix="agentrl-mariadb-", dir=_scratch_dir()))
+        self._dir = Path(tempfile.mkdtemp(prefix="agentrl-mariadb-", dir=scratch_dir()))
         (self._dir / "files").mkdir()
         try:
             self._install()

@@ -6,6 +6,8 @@ sees them, and MySQL functions SQLite lacks are registered on the connection:
 - string literals follow MySQL: backslash escapes (``'It\'s'``), double-quoted strings (``"abc"`` is a string,
   not an identifier), ``N'..'``/``_utf8mb4'..'`` prefixes; strings holding NUL become ``CAST(X'..' AS TEXT)``;
 - ``#`` and ``-- `` comments are dropped; backtick identifiers pass through (SQLite reads them too);
+- ``/`` divides exactly (``5/2`` is 2.5, not 2);
+- ``SHOW TABLES`` and ``DESCRIBE t`` (:func:`show_command`) are answered by the backend;
 - ``LEFT(``/``RIGHT(`` calls are renamed (they are join keywords in SQLite); identifiers that start with a
   digit (``1952_results``) are quoted;
 - text columns use the :data:`COLLATION` ``mysql_ci`` (case- and accent-insensitive);
@@ -26,7 +28,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["COLLATION", "mysql_error_text", "register_functions", "translate"]
+__all__ = ["COLLATION", "mysql_error_text", "register_functions", "show_command", "translate"]
 
 _ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
 _RENAMED_CALLS = {"left": "mysql_left", "right": "mysql_right"}
@@ -55,6 +57,16 @@ def translate(sql: str) -> str:
         elif char == "#" or (sql.startswith("--", i) and (i + 2 == n or sql[i + 2] in " \t\r\n")):
             end = sql.find("\n", i)
             i = n if end < 0 else end
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append(sql[i:end])
+            i = end
+        elif char == "/":
+            # MySQL's / always divides exactly (5/2 = 2.5); SQLite's truncates integers. ``a*1.0/b`` keeps the
+            # meaning of every operand, as * and / share one precedence level and associate left.
+            out.append("*1.0/")
+            i += 1
         elif _WORD_START.match(char):
             word = _WORD.match(sql, i).group()  # type: ignore[union-attr]
             i += len(word)
@@ -68,6 +80,31 @@ def translate(sql: str) -> str:
             out.append(char)
             i += 1
     return "".join(out)
+
+
+_SHOW_TABLES = re.compile(r"\s*SHOW\s+(?:FULL\s+)?TABLES\s*;?\s*", re.IGNORECASE)
+_DESCRIBE = re.compile(
+    r"\s*(?:DESCRIBE|DESC|EXPLAIN|SHOW\s+(?:FULL\s+)?(?:COLUMNS|FIELDS)\s+(?:FROM|IN))\s+"
+    r"(`(?:[^`]|``)+`|[A-Za-z0-9_$]+)\s*;?\s*",
+    re.IGNORECASE,
+)
+
+
+def show_command(sql: str) -> tuple[str, str | None] | None:
+    """Recognise the MySQL commands agents use to look around: ``SHOW TABLES`` and ``DESCRIBE t``.
+
+    Returns:
+        ``("tables", None)``, ``("columns", table_name)`` or ``None`` for any other statement.
+    """
+    if _SHOW_TABLES.fullmatch(sql):
+        return "tables", None
+    match = _DESCRIBE.fullmatch(sql)
+    if match:
+        name = match.group(1)
+        if name.startswith("`"):
+            name = name[1:-1].replace("``", "`")
+        return "columns", name
+    return None
 
 
 def _word(word: str, sql: str, end: int) -> str:
@@ -222,6 +259,7 @@ _ERROR_CODES = [
     ("one statement at a time", 1064, "42000"),
     ("null character", 1064, "42000"),
     ("not authorized", 1227, "42000"),
+    ("authorization denied", 1227, "42000"),
 ]
 
 

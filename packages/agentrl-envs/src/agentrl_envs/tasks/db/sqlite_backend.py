@@ -22,9 +22,15 @@ from typing import Any
 
 from agentrl_envs.core.env import Fidelity
 from agentrl_envs.core.errors import InfraError
-from agentrl_envs.tasks.db.backend import GROUP_CONCAT_MAX_LEN, QueryTimeoutError, format_rows
+from agentrl_envs.tasks.db.backend import GROUP_CONCAT_MAX_LEN, QueryTimeoutError, format_rows, scratch_dir
 from agentrl_envs.tasks.db.data import DBSample, Table
-from agentrl_envs.tasks.db.mysql_dialect import COLLATION, mysql_error_text, register_functions, translate
+from agentrl_envs.tasks.db.mysql_dialect import (
+    COLLATION,
+    mysql_error_text,
+    register_functions,
+    show_command,
+    translate,
+)
 
 __all__ = ["SQLiteBackend", "SQLiteEpisodeDB"]
 
@@ -61,7 +67,7 @@ class SQLiteEpisodeDB:
         self._limit = result_limit
         self._deadline = math.inf
         self._timed_out = False
-        self._dir: Path | None = Path(tempfile.mkdtemp(prefix="agentrl-db-"))
+        self._dir: Path | None = Path(tempfile.mkdtemp(prefix="agentrl-db-", dir=scratch_dir()))
         self._conn = sqlite3.connect(self._dir / "episode.db", isolation_level=None, check_same_thread=False)
         try:
             self._configure()
@@ -102,6 +108,9 @@ class SQLiteEpisodeDB:
         """Run one agent statement (see :meth:`EpisodeDB.execute`)."""
         self._start_clock()
         try:
+            command = show_command(sql)
+            if command is not None:
+                return format_rows(self._show(*command), self._limit)[0]
             cursor = self._conn.execute(translate(sql))
             if cursor.description is None:
                 return "[]"
@@ -113,6 +122,13 @@ class SQLiteEpisodeDB:
             return mysql_error_text(e)
         finally:
             self._deadline = math.inf
+
+    def _show(self, kind: str, table: str | None) -> list[tuple[Any, ...]]:
+        """``SHOW TABLES`` / ``DESCRIBE t`` rows as MySQL shapes them (every column reads as ``text``)."""
+        if table is None:
+            return self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
+        cursor = self._conn.execute(f"SELECT * FROM {_quote(table)} LIMIT 0")
+        return [(column[0], "text", "YES", "", None, "") for column in cursor.description]
 
     def table_hash_result(self, table: Table) -> str:
         """Upstream's hash of one table, computed in Python (see :func:`table_hash`)."""
