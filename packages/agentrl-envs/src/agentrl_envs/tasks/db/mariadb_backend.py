@@ -231,12 +231,10 @@ class MariaDBBackend:
         return args.get("unix_socket") or f"{args.get('host')}:{args.get('port')}"
 
     def _admin_cursor(self) -> Any:
-        if self._admin is None:
+        if self._admin is None or not self._admin.open:
             self._admin = self._connect()
             with self._admin.cursor() as cursor:
                 cursor.execute("SET SESSION group_concat_max_len=%s", (GROUP_CONCAT_MAX_LEN,))
-        else:
-            self._admin.ping(reconnect=True)
         return self._admin.cursor()
 
     def open(self, sample: DBSample) -> MariaDBEpisodeDB:
