@@ -31,7 +31,7 @@ async def test_envs_are_reused_and_bounded_by_concurrency(toy: str) -> None:
     evaluation = Evaluation([TaskPlan(toy)], oracle_factory, concurrency=2, runs=3)
     await evaluation.run()
     assert len(evaluation.records) == 15
-    assert evaluation.pools[toy]._created <= 2
+    assert evaluation.pools[toy].created <= 2
 
 
 async def test_random_agent_runs_without_raising_and_is_seeded(toy: str) -> None:

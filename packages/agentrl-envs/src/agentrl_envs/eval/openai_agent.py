@@ -91,6 +91,15 @@ def parse_retry_after(value: str | None) -> float | None:
     return when.timestamp() - time.time()
 
 
+class _Retryable(Exception):
+    """A failed attempt worth retrying; ``failure`` is what the episode ends with if retries run out."""
+
+    def __init__(self, failure: AgentStop, retry_after_s: float | None = None) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+        self.retry_after_s = retry_after_s
+
+
 class OpenAIChatClient:
     """Pooled, retrying client of one model behind an OpenAI-compatible chat-completions endpoint."""
 
@@ -142,31 +151,37 @@ class OpenAIChatClient:
         if tools:
             body["tools"] = tools
         for attempt in range(self.retry.max_retries + 1):
-            failure, retry_after_s = await self._attempt(body)
-            if isinstance(failure, dict):
-                return failure
-            if attempt == self.retry.max_retries:
-                raise failure
-            delay_s = self.retry.delay_s(attempt, retry_after_s, self._rng)
-            logger.warning("model %s: %s; retry %d in %.1fs", self.model, failure, attempt + 1, delay_s)
-            await asyncio.sleep(delay_s)
+            try:
+                return await self._attempt(body)
+            except _Retryable as retryable:
+                if attempt == self.retry.max_retries:
+                    raise retryable.failure from None
+                delay_s = self.retry.delay_s(attempt, retryable.retry_after_s, self._rng)
+                logger.warning("model %s: %s; retry %d in %.1fs", self.model, retryable.failure, attempt + 1, delay_s)
+                await asyncio.sleep(delay_s)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _attempt(self, body: dict[str, Any]) -> tuple[Message | AgentStop, float | None]:
-        """One request: the message, or the retryable failure and the server's ``Retry-After``."""
+    async def _attempt(self, body: dict[str, Any]) -> Message:
+        """One request.
+
+        Raises:
+            _Retryable: For a failure worth another try.
+            AgentStop: For a failure that ends the episode at once.
+            AgentConfigError: For a failure that ends the evaluation.
+        """
         try:
             response = await self._http.post("/chat/completions", json=body)
         except httpx.TransportError as e:
-            return AgentUnavailableError(f"{type(e).__name__} talking to {self._http.base_url}: {e}"), None
+            raise _Retryable(AgentUnavailableError(f"{type(e).__name__} talking to {self._http.base_url}: {e}")) from e
         status, text = response.status_code, response.text
         if status == 200:
             try:
-                return parse_reply(text), None
+                return parse_reply(text)
             except ValueError as e:
-                return AgentValidationError(f"unusable reply from the model endpoint: {e}"), None
+                raise _Retryable(AgentValidationError(f"unusable reply from the model endpoint: {e}")) from e
         if status in _RETRYABLE or status >= 500:
             failure = AgentUnavailableError(f"HTTP {status} from the model endpoint: {text[:500]}")
-            return failure, parse_retry_after(response.headers.get("Retry-After"))
+            raise _Retryable(failure, parse_retry_after(response.headers.get("Retry-After")))
         if status in _FATAL:
             raise AgentConfigError(
                 f"The model endpoint {self._http.base_url} answered HTTP {status} for model {self.model!r} "

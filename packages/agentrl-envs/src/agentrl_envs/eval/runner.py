@@ -73,6 +73,11 @@ class EnvPool:
         self._created = 0
         self._free = asyncio.Semaphore(size)
 
+    @property
+    def created(self) -> int:
+        """How many envs the pool holds (idle or borrowed)."""
+        return self._created
+
     async def start(self) -> None:
         """Make the first env, which tells the split's size; a wrong option fails here, before any episode."""
         env = await self._make()
