@@ -128,3 +128,27 @@ def test_new_messages_are_those_after_the_last_assistant_message() -> None:
     history = [{"role": "system"}, {"role": "user"}, {"role": "assistant"}, {"role": "tool", "content": "x"}]
     assert new_messages(history) == [{"role": "tool", "content": "x"}]
     assert new_messages(history[:2]) == history[:2]
+
+
+class CrashesOnSampleOne:
+    """An agent with a bug: it fails to begin sample 1 and to act on sample 2."""
+
+    async def begin(self, task: str, index: int, *, run: int = 0) -> None:
+        if index == 1:
+            raise KeyError("no gold answer")
+        self.index = index
+
+    async def act(self, messages: list[dict], tools: list[dict]) -> dict:
+        if self.index == 2:
+            raise ZeroDivisionError("oops")
+        return call("answer", value=self.index)
+
+
+async def test_an_agent_bug_ends_its_episode_as_cancelled_and_counts_against_it(toy: str) -> None:
+    evaluation = Evaluation([TaskPlan(toy, indices=(0, 1, 2))], lambda t, s: CrashesOnSampleOne())
+    records = {r.index: r for r in await evaluation.run()}
+    assert records[0].success
+    assert records[1].status == records[2].status == "cancelled"
+    assert "KeyError" in records[1].error and "ZeroDivisionError" in records[2].error
+    assert not records[1].infra_error
+    assert summarize(records.values(), {toy: 3}, runs=1)["tasks"][toy]["success_rate"] == 1 / 3

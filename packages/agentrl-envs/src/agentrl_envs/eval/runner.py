@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import gymnasium as gym
 
@@ -29,6 +29,8 @@ from agentrl_envs.eval.records import EpisodeRecord
 __all__ = ["EnvPool", "Evaluation", "TaskPlan"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -257,18 +259,22 @@ class Episode:
         record.messages = list(observation)
         tools = info["tools"]
         self._observe(info)
-        await self.agent.begin(record.task, record.index, run=record.run)
+        if not await self._ask(self.agent.begin(record.task, record.index, run=record.run)):
+            return
         while record.status == SampleStatus.RUNNING:
-            action = await self._act(tools)
+            began = time.perf_counter()
+            action = await self._ask(self.agent.act(list(record.messages), tools))
             if action is None:
                 return
+            record.timings["agent_s"].append(time.perf_counter() - began)
+            record.messages.append(action)
             await self._step(action)
 
-    async def _act(self, tools: list[dict[str, Any]]) -> dict[str, Any] | None:
+    async def _ask(self, call: Awaitable[T]) -> T | Literal[True] | None:
+        """Await an agent call; ``None`` if the agent stopped the episode (recorded), else its result or ``True``."""
         record = self.record
-        began = time.perf_counter()
         try:
-            action = await self.agent.act(list(record.messages), tools)
+            result = await call
         except AgentStop as e:
             _end(record, e.status, error=f"{type(e).__name__}: {e}")
             return None
@@ -278,9 +284,7 @@ class Episode:
             logger.exception("%s sample %s: the agent failed", record.task, record.index)
             _end(record, SampleStatus.CANCELLED, error=f"agent crashed: {type(e).__name__}: {e}")
             return None
-        record.timings["agent_s"].append(time.perf_counter() - began)
-        record.messages.append(action)
-        return action
+        return True if result is None else result
 
     async def _step(self, action: dict[str, Any]) -> None:
         record = self.record
