@@ -51,6 +51,13 @@ def test_random_agent_with_indices_limit_and_backend(toy: str, tmp_path: Path) -
     assert figures["status_counts"]["task error"] >= 2
 
 
+def test_options_reach_the_env(toy: str, tmp_path: Path) -> None:
+    argv = ["--tasks", toy, "--option", "max_rounds=1", "--option", "fail_on=step", "--limit", "1"]
+    assert main([*argv, "--output", str(tmp_path)]) == 0
+    _, episodes = read_outputs(tmp_path)
+    assert episodes[0]["infra_error"] and "backend down" in episodes[0]["error"]
+
+
 def test_openai_agent_from_the_cli(toy: str, tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
     openai_server.script(Canned(429, "{}", {"Retry-After": "0"}))
     argv = ["--tasks", toy, "--agent", "openai", "--base-url", openai_server.base_url, "--model", "toy-1"]
@@ -78,6 +85,8 @@ def test_openai_key_rejected_exits_1(toy: str, tmp_path: Path, openai_server: Fa
         (["--tasks", "toy,toy"], "given twice"),
         (["--tasks", "dbbench-dev", "--split", "test"], "names the dev split but --split says test"),
         (["--tasks", "toy", "--data-root", "/nonexistent"], "No AgentBench data root found"),
+        (["--tasks", "toy", "--option", "train_file"], "is not KEY=VALUE"),
+        (["--tasks", "toy", "--option", "backend=x"], "use --backend"),
     ],
 )
 def test_bad_flags_exit_2_with_a_clear_message(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -60,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, help="play only the first N selected samples")
     parser.add_argument("--indices", help="sample indices to play, e.g. 0,5,9 or 0-9")
     parser.add_argument("--backend", help="the task's backend where it has several (db: sqlite, mariadb)")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="task option for the env and oracle, e.g. train_file=path.jsonl (repeatable; VALUE is JSON or text)",
+    )
     parser.add_argument("--data-root", help="AgentBench data root (default: $AGENTRL_DATA_ROOT)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random agent (default 0)")
     parser.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
@@ -163,7 +171,7 @@ def _plans(args: argparse.Namespace) -> list[TaskPlan]:
         raise EnvError(f"--limit must be at least 1, got {args.limit}.")
     DataRoot.find(args.data_root)
     indices = _parse_indices(args.indices) if args.indices else None
-    options: dict[str, Any] = {}
+    options = _parse_options(args.option)
     if args.data_root:
         options["data_root"] = args.data_root
     if args.backend:
@@ -183,6 +191,22 @@ def _plans(args: argparse.Namespace) -> list[TaskPlan]:
     if not plans:
         raise EnvError("--tasks is empty; give e.g. --tasks db.")
     return plans
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` flags into task options; a VALUE that parses as JSON is taken as JSON."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip().isidentifier():
+            raise EnvError(f"--option {pair!r} is not KEY=VALUE (e.g. --option train_file=train.jsonl).")
+        if key.strip() in ("split", "data_root", "backend"):
+            raise EnvError(f"--option {key.strip()}=... has its own flag: use --{key.strip().replace('_', '-')}.")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
 
 
 def _parse_indices(text: str) -> tuple[int, ...]:
@@ -232,4 +256,5 @@ def _agent_factory(args: argparse.Namespace, client: OpenAIChatClient | None) ->
         return lambda task, split: OpenAIAgent(client)
     if args.agent == "random":
         return lambda task, split: RandomAgent(seed=args.seed)
-    return lambda task, split: OracleAgent(task, split=split, data_root=args.data_root)
+    options = _parse_options(args.option)
+    return lambda task, split: OracleAgent(task, split=split, data_root=args.data_root, **options)
