@@ -87,6 +87,8 @@ def test_openai_key_rejected_exits_1(toy: str, tmp_path: Path, openai_server: Fa
         (["--tasks", "toy", "--data-root", "/nonexistent"], "No AgentBench data root found"),
         (["--tasks", "toy", "--option", "train_file"], "is not KEY=VALUE"),
         (["--tasks", "toy", "--option", "backend=x"], "use --backend"),
+        (["--tasks", "toy", "--backend", "nosuch"], "unknown toy backend 'nosuch'"),
+        (["--tasks", "toy", "--option", "colour=1"], "unexpected keyword argument 'colour'"),
     ],
 )
 def test_bad_flags_exit_2_with_a_clear_message(

@@ -82,7 +82,14 @@ class EnvPool:
 
     async def start(self) -> None:
         """Make the first env, which tells the split's size; a wrong option fails here, before any episode."""
-        env = await self._make()
+        try:
+            env = await self._make()
+        except EnvError:
+            raise
+        except (TypeError, ValueError) as e:  # gym.make's way of refusing an option the task does not take
+            raise EnvError(
+                f"Could not make {self.plan.name}/{self.plan.split} with options {self.plan.env_options}: {e}"
+            ) from e
         self.num_samples = env.unwrapped.num_samples()
         self._idle.append(env)
 
