@@ -123,3 +123,12 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> Non
     figures = results["tasks"]["toy"]
     assert 3 <= figures["episodes"] == len(lines) < 250
     assert figures["success_rate"] == 1.0
+
+
+def test_db_oracle_through_the_cli(tmp_path: Path) -> None:
+    argv = ["--tasks", "dbbench-std", "--agent", "oracle", "--backend", "sqlite", "--concurrency", "2"]
+    assert main([*argv, "--indices", "0-9", "--output", str(tmp_path)]) == 0
+    results, episodes = read_outputs(tmp_path)
+    figures = results["tasks"]["db"]
+    assert figures["n"] == 10 and figures["successes"] == 10 and figures["infra_errors"] == 0
+    assert all(e["info"]["backend"] == "sqlite" and e["split"] == "test" for e in episodes)
