@@ -43,7 +43,14 @@ class TaskSpec:
 TASKS: dict[str, TaskSpec] = {
     spec.short_name: spec
     for spec in (
-        TaskSpec("alfworld", "AgentBench/ALFWorld-v0", "alfworld", "alfworld", None),
+        TaskSpec(
+            "alfworld",
+            "AgentBench/ALFWorld-v0",
+            "alfworld",
+            "alfworld",
+            "agentrl_envs.tasks.alfworld.env:AlfworldEnv",
+            "agentrl_envs.tasks.alfworld.oracle:AlfworldOracle",
+        ),
         TaskSpec(
             "db",
             "AgentBench/DB-v0",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from agentrl_envs.tasks.alfworld.engine import alfworld_modules
 from agentrl_envs.tasks.alfworld.scenes import GameSpec, Scene
 
-__all__ = ["ProblemBuilder", "build_problem"]
+__all__ = ["Placed", "Problem", "ProblemBuilder", "build_problem"]
 
 _LAMPS = ("DeskLamp", "FloorLamp")
 # Receptacles a lamp may stand on (a desk lamp on furniture, a floor lamp beside it).
@@ -133,7 +133,8 @@ class ProblemBuilder:
         """ALFWorld's goal for the task type (the goal library's PDDL; it also closes ``define``)."""
         key = self.spec.task_type + ("_slice" if self.spec.is_sliced else "")
         text = self.goal_library.gdict[key]["pddl"]
-        return text.format(obj=self.spec.object_target, recep=self.spec.parent_target, toggle=self.spec.parent_target).replace(
+        spec = self.spec
+        return text.format(obj=spec.object_target, recep=spec.parent_target, toggle=spec.parent_target).replace(
             "#", "-"
         )
 
@@ -204,6 +205,8 @@ class ProblemBuilder:
             y = self.rng.uniform(0.0, 1.5)
             z = rz + self.rng.uniform(-0.4, 0.4)
             oid = f"{otype}|{x:+06.2f}|{y:+06.2f}|{z:+06.2f}"
+            if otype.endswith("Sliced"):  # ALFRED names a slice after its whole object: ``Apple|...|AppleSliced_1``
+                oid = f"{otype.removesuffix('Sliced')}|{x:+06.2f}|{y:+06.2f}|{z:+06.2f}|{otype}_1"
             if oid not in self._used_ids:
                 break
         self._used_ids.add(oid)
@@ -228,14 +231,49 @@ class ProblemBuilder:
         return location
 
 
-def build_problem(spec: GameSpec, scene: Scene, seed: int) -> tuple[str, str]:
-    """The PDDL problem and task sentence of one game, deterministic for ``seed``."""
+@dataclass(frozen=True)
+class Placed:
+    """A receptacle or object instance of a generated problem."""
+
+    id: str
+    type: str
+    location: str
+    receptacle: str | None = None
+    """The receptacle holding an object (``None`` for receptacles)."""
+    openable: bool = False
+
+    @property
+    def pddl_name(self) -> str:
+        """The instance's name in the PDDL engine (mangled, lower-cased by fast-downward)."""
+        return _mangle(self.id).lower()
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One game's PDDL problem, task sentence and layout (what the expert plans from)."""
+
+    text: str
+    sentence: str
+    receptacles: tuple[Placed, ...]
+    objects: tuple[Placed, ...]
+    start: str
+
+
+def build_problem(spec: GameSpec, scene: Scene, seed: int) -> Problem:
+    """The PDDL problem, task sentence and layout of one game, deterministic for ``seed``."""
     builder = ProblemBuilder(spec, scene, random.Random(seed))
     builder.place_receptacles()
     builder.place_objects()
     builder.place_agent()
     sentence = builder.task_sentence()
-    return builder.problem(), sentence
+    openable = set(builder.constants.OPENABLE_CLASS_LIST)
+    return Problem(
+        text=builder.problem(),
+        sentence=sentence,
+        receptacles=tuple(Placed(r.id, r.type, r.location, openable=r.type in openable) for r in builder.receptacles),
+        objects=tuple(Placed(o.id, o.type, o.location, o.receptacle) for o in builder.objects),
+        start=builder.agent_location,
+    )
 
 
 def receptacle_type(receptacle_id: str) -> str:

@@ -69,7 +69,8 @@ def parse_entry(path: str) -> GameSpec:
         task_type, obj, mrecep, parent, scene = folder.split("-")
         spec = GameSpec(path, task_type, obj, None if mrecep == "None" else mrecep, parent, int(scene), trial)
     except (IndexError, ValueError) as e:
-        raise DataError(f"Unrecognised ALFWorld game path {path!r}: expected <task>-<obj>-<mrecep>-<recep>-<scene>.") from e
+        expected = "<task>-<object>-<mrecep>-<recep>-<scene>/<trial>/game.tw-pddl"
+        raise DataError(f"Unrecognised ALFWorld game path {path!r}: expected .../{expected}.") from e
     if spec.task_type not in TASK_TYPES:
         raise DataError(f"Unsupported ALFWorld task type {spec.task_type!r} in {path!r}; known: {TASK_TYPES}.")
     if spec.mrecep_target is not None:
