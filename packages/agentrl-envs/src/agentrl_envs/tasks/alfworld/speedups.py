@@ -9,7 +9,10 @@ Profiling upstream's loop shows where a reset's seconds go, all in pure function
   so the logic is parsed once per template and each game gets a copy whose ``task`` rule says its sentence;
 - the TatSu parses inside text generation: every ``derive`` re-parses its start string and every rule
   condition is re-parsed as a conjunctive query. Both are memoised per string (derivations get a fresh copy,
-  since ``derive`` writes contexts into the symbols it returns).
+  since ``derive`` writes contexts into the symbols it returns);
+- text generation's ``copy_context``, which deep-copies the entity infos and placeholder mapping of every
+  symbol it expands. Derivation only adds keys to these dicts (``query`` updates its copy) and never changes
+  the entities they point to, so copying the dicts suffices.
 
 The engine reads these results and never mutates them (the C library receives a copy of the SAS text), so
 sharing them between resets and threads is safe. :func:`install` patches the module attributes the engine
@@ -160,7 +163,19 @@ def install(cache_dir: Path) -> None:
         textgen._parse_and_convert = Memo(textgen._parse_and_convert, _PARSE_MEMORY, copy_result=True)
         parse_query = Memo(tw_logic.Rule.parse_conjunctive_query, _PARSE_MEMORY)
         tw_logic.Rule.parse_conjunctive_query = staticmethod(parse_query)
+        textgen.copy_context = _copy_context
         _installed = True
+
+
+def _copy_context(context: dict[str, Any]) -> dict[str, Any]:
+    """TextWorld's ``copy_context`` with shallow copies of the two dicts derivation extends (see above)."""
+    return {
+        "state": context["state"],
+        "facts": context["facts"],
+        "variables": dict(context["variables"]),
+        "mapping": dict(context["mapping"]),
+        "entity_infos": context["entity_infos"],
+    }
 
 
 def _atomic_write_bytes(file: Path, data: bytes) -> None:
