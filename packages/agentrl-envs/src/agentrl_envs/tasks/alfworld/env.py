@@ -14,15 +14,17 @@ Upstream's quirk is kept: once a turn had no tool call (``agent validation faile
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from agentrl_envs.core.env import Mode, ToolEnv, Turn
+from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.messages import AssistantMessage, Message, system_message, tool_message, user_message
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.tasks.alfworld.actions import snap_action
 from agentrl_envs.tasks.alfworld.engine import EngineState, GameEngine
 from agentrl_envs.tasks.alfworld.games import GameStore, split_entries
 from agentrl_envs.tasks.alfworld.texts import AlfworldTexts
+from agentrl_envs.tasks.alfworld.workers import EngineProcess
 
 __all__ = ["AlfworldEnv"]
 
@@ -48,6 +50,8 @@ class AlfworldEnv(ToolEnv):
         max_rounds: int | None = None,
         render_mode: str | None = None,
         seed: int = 0,
+        engine: Literal["process", "inline"] = "process",
+        recycle_after: int = 50,
     ) -> None:
         """Load the split's game list; games are generated (and cached) on their first reset.
 
@@ -58,6 +62,9 @@ class AlfworldEnv(ToolEnv):
             max_rounds: Turns per episode; defaults to the config's ``max_step`` (20).
             render_mode: ``None`` or ``"ansi"``.
             seed: The game generator's seed (the same seed gives the same games).
+            engine: ``process`` (the engine runs in a child process replaced every ``recycle_after`` episodes,
+                so memory stays flat) or ``inline`` (in this process; memory grows with the games played).
+            recycle_after: Episodes per engine process.
 
         Raises:
             EnvError: For bad options. DataError: If the split list is missing.
@@ -69,8 +76,14 @@ class AlfworldEnv(ToolEnv):
             self.max_rounds = int(parameters.get("max_step", self.default_max_rounds))
         self.texts = AlfworldTexts.load(self.data)
         self.paths = split_entries(self.data, split)
+        if engine not in ("process", "inline"):
+            raise EnvError(f"Unknown engine {engine!r}; choose 'process' or 'inline'.")
+        if recycle_after < 1:
+            raise EnvError(f"recycle_after must be at least 1, got {recycle_after}.")
         self.store = GameStore(self.data, seed=seed)
-        self._engine: GameEngine | None = None
+        self.engine_mode = engine
+        self.recycle_after = recycle_after
+        self._engine: GameEngine | EngineProcess | None = None
         self._admissible: list[str] = []
         self._outputs: list[str] = []
         self._finish_reason = SampleStatus.COMPLETED
@@ -86,7 +99,9 @@ class AlfworldEnv(ToolEnv):
 
     def _start(self, index: int) -> list[Message]:
         game = self.store.game(self.paths[index])
-        if self._engine is None:
+        if self._engine is None and self.engine_mode == "process":
+            self._engine = EngineProcess(recycle_after=self.recycle_after)
+        elif self._engine is None:
             self._engine = GameEngine()
         state = self._engine.reset(game)
         self._admissible = state.admissible_commands

@@ -39,8 +39,9 @@ from typing import Any
 
 __all__ = ["install"]
 
-_TRANSLATION_MEMORY = 32
-"""Translations kept in memory (each is a few MB of Python objects; the disk cache holds the rest)."""
+_TRANSLATION_MEMORY = 2
+"""Translations kept in memory: the current game's two (each is megabytes of Python objects, and reading one
+back from the disk cache takes milliseconds, so keeping more would only grow memory)."""
 _PARSE_MEMORY = 4096
 _LOGIC_MEMORY = 4
 _TASK_RULE = re.compile(r'"rhs": "Your task is to: (?P<sentence>(?:[^"\\]|\\.)*)"')
