@@ -59,8 +59,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=500)
     parser.add_argument("--split", default="test")
+    parser.add_argument("--stride", type=int, default=1, help="play games 0, stride, 2*stride, ... (cycling)")
     parser.add_argument("--engine", default="process", choices=["process", "inline"], help="env engine mode")
-    parser.add_argument("--recycle-after", type=int, default=50, help="episodes per engine process")
+    parser.add_argument("--recycle-after", type=int, default=20, help="episodes per engine process")
     parser.add_argument("--checkpoints", default="10,50,100,250,500", help="episode counts at which RSS is read")
     args = parser.parse_args()
     checkpoints = sorted({int(c) for c in args.checkpoints.split(",") if int(c) <= args.episodes} | {args.episodes})
@@ -71,7 +72,7 @@ def main() -> None:
     rows, wins, started = [], 0, time.perf_counter()
     try:
         for episode in range(1, args.episodes + 1):
-            index = (episode - 1) % total
+            index = ((episode - 1) * args.stride) % total
             oracle.begin(index)
             observation, _ = env.reset(options={"index": index})
             done = False
@@ -95,6 +96,8 @@ def main() -> None:
     result = {
         "engine": args.engine,
         "recycle_after": args.recycle_after,
+        "split": args.split,
+        "stride": args.stride,
         "episodes": args.episodes,
         "wins": wins,
         "checkpoints": rows,

@@ -51,7 +51,7 @@ class AlfworldEnv(ToolEnv):
         render_mode: str | None = None,
         seed: int = 0,
         engine: Literal["process", "inline"] = "process",
-        recycle_after: int = 50,
+        recycle_after: int = 20,
     ) -> None:
         """Load the split's game list; games are generated (and cached) on their first reset.
 

@@ -1,8 +1,9 @@
 """The engine in a recycled child process, so a long-lived env keeps flat memory.
 
-A TextWorld engine that plays game after game keeps growing: parsed logic, translated tasks and
-fast-downward's native state are allocated per game, and the Python allocator does not give the freed
-megabytes back to the system. Upstream lives with it by restarting its workers. :class:`EngineProcess` runs
+A TextWorld engine that plays game after game keeps growing: TextWorld interns every ``Proposition`` it
+creates in a global, never-emptied flyweight cache (``mementos``), about a megabyte per distinct game, and the
+Python allocator keeps the freed megabytes of each game's translated task. Upstream lives with it by
+restarting its workers. :class:`EngineProcess` runs
 :class:`~agentrl_envs.tasks.alfworld.engine.GameEngine` in a child process and replaces the child every
 ``recycle_after`` episodes, so the memory of the env's process and its child stays bounded whatever the number
 of episodes.
@@ -71,7 +72,7 @@ class EngineProcess:
     Not thread-safe: one per env, like the engine itself.
     """
 
-    def __init__(self, *, recycle_after: int = 50, timeout_s: float = 120.0) -> None:
+    def __init__(self, *, recycle_after: int = 20, timeout_s: float = 120.0) -> None:
         """Set up; the child starts on the first reset.
 
         Args:
