@@ -10,6 +10,7 @@ import pytest
 
 from agentrl_envs.core import DataError
 from agentrl_envs.core.data import DataRoot
+from agentrl_envs.tasks.alfworld import games
 from agentrl_envs.tasks.alfworld.games import MAX_PLAN_STEPS, GameStore, split_entries
 from agentrl_envs.tasks.alfworld.scenes import parse_entry
 
@@ -84,3 +85,16 @@ def test_a_cached_game_is_read_not_regenerated(
     assert store.file(test_games[0]).is_file()
     monkeypatch.setattr(store, "generate", lambda spec: pytest.fail("regenerated a cached game"))
     assert store.game(test_games[0])["source"] == test_games[0]
+
+
+def test_the_expert_solves_every_test_game(data: DataRoot, test_games: list[str]) -> None:
+    store = GameStore(data)
+    assert {store.game(path)["solver"] for path in test_games} == {"expert"}
+
+
+def test_the_planner_takes_over_when_the_expert_fails(
+    data: DataRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(games, "expert_plan", lambda spec, problem, names: ["look"])
+    game = GameStore(data, cache_dir=tmp_path).game(ENTRY)
+    assert game["solver"] == "planner" and game["walkthrough"][-1].startswith("put pencil ")
