@@ -11,6 +11,8 @@ fi
 # System packages that backends start themselves (MariaDB for the DB task's mariadb backend).
 missing=()
 command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+# Headless Chromium for the WebShop site's browser test (driven by Playwright's Python package).
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq
