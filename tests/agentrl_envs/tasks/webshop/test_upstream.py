@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentrl_envs.core import DataError, load_oracle
+from agentrl_envs.core import DataError, EnvError, load_oracle
 from agentrl_envs.tasks.webshop import WebShopEnv, load_catalogue
 from agentrl_envs.tasks.webshop.goals import shuffle_goals
 
@@ -115,3 +115,12 @@ def test_incomplete_upstream_folder_is_an_error(data_root: Path, upstream_dir: P
     (upstream_dir / "items_ins_v2.json").unlink()
     with pytest.raises(DataError, match="lacks items_ins_v2.json"):
         load_catalogue(data_root, webshop_data=upstream_dir)
+
+
+def test_backend_option_forces_a_source(data_root: Path, upstream_dir: Path) -> None:
+    assert WebShopEnv(webshop_data=upstream_dir, backend="generated").fidelity == "emulated"
+    assert WebShopEnv(webshop_data=upstream_dir, backend="upstream-data").fidelity == "upstream"
+    with pytest.raises(DataError, match="needs items_shuffle.json"):
+        WebShopEnv(backend="upstream-data")
+    with pytest.raises(EnvError, match="Unknown WebShop backend 'lucene'"):
+        WebShopEnv(backend="lucene")

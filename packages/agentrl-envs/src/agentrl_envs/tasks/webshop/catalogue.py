@@ -77,6 +77,7 @@ def load_catalogue(
     num_products: int = DEFAULT_NUM_PRODUCTS,
     seed: int = 0,
     with_index: bool = True,
+    source: Literal["auto", "upstream", "generated"] = "auto",
 ) -> Catalogue:
     """The catalogue for ``data_root`` (loaded once per process, cached on disk).
 
@@ -87,8 +88,17 @@ def load_catalogue(
         seed: Seeds the generated catalogue and, for upstream data, the draws of sale prices and price caps
             (upstream leaves those unseeded).
         with_index: Whether to load (or build) the search index too.
+        source: ``auto`` (upstream's files when present), or force ``upstream`` or ``generated``.
+
+    Raises:
+        DataError: If ``source="upstream"`` and upstream's files are not found.
     """
-    upstream_dir = find_upstream_dir(data_root, webshop_data)
+    upstream_dir = None if source == "generated" else find_upstream_dir(data_root, webshop_data)
+    if source == "upstream" and upstream_dir is None:
+        raise DataError(
+            f"WebShop backend 'upstream-data' needs {', '.join(UPSTREAM_FILES)} in {data_root / 'data' / 'webshop'} "
+            "or in the folder given as webshop_data=."
+        )
     if upstream_dir is not None:
         key: tuple[str, ...] = ("upstream", *_file_stamps(upstream_dir), str(seed))
     else:

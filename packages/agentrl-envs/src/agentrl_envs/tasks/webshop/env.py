@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agentrl_envs.core.env import Fidelity, ToolEnv, Turn
 from agentrl_envs.core.errors import EnvError
@@ -28,6 +28,11 @@ from agentrl_envs.tasks.webshop.shop import ShopSession, StepResult
 __all__ = ["WebShopEnv"]
 
 TASK_KEY = "webshop"
+_BACKENDS: dict[str | None, Literal["auto", "upstream", "generated"]] = {
+    None: "auto",
+    "upstream-data": "upstream",
+    "generated": "generated",
+}
 MAX_ECHOED_ACTION_CHARS = 1000
 """Upstream echoes the whole action in the tool message; a 100 KB search would flood the context."""
 
@@ -46,6 +51,7 @@ class WebShopEnv(ToolEnv):
         catalogue_seed: int = 0,
         show_attrs: bool = False,
         explain_invalid_actions: bool = False,
+        backend: str | None = None,
         **kwargs: Any,
     ) -> None:
         """Load the catalogue (upstream's files when present, else the generated one).
@@ -58,8 +64,12 @@ class WebShopEnv(ToolEnv):
             show_attrs: Show the Attributes sub-page button (upstream's ``show_attrs``, off in AgentBench).
             explain_invalid_actions: Prefix the observation after an action the page could not take with why
                 (upstream just repeats the page); off by default for fidelity.
+            backend: ``None`` (upstream's files when present, else generated), ``"upstream-data"`` or
+                ``"generated"`` to insist on one.
             **kwargs: ``split``, ``mode``, ``data_root``, ``max_rounds``, ``render_mode`` (see :class:`ToolEnv`).
         """
+        if backend not in _BACKENDS:
+            raise EnvError(f"Unknown WebShop backend {backend!r}; choose one of {list(_BACKENDS)}.")
         if num_products < 1:
             raise EnvError(f"num_products must be positive, got {num_products}.")
         super().__init__(**kwargs)
@@ -67,7 +77,11 @@ class WebShopEnv(ToolEnv):
         self.show_attrs = show_attrs
         self.explain_invalid_actions = explain_invalid_actions
         self.catalogue: Catalogue = load_catalogue(
-            self.data.path, webshop_data=webshop_data, num_products=num_products, seed=catalogue_seed
+            self.data.path,
+            webshop_data=webshop_data,
+            num_products=num_products,
+            seed=catalogue_seed,
+            source=_BACKENDS[backend],
         )
         self.goal_indices = self.catalogue.split_goals(self.split)
         self.session: ShopSession | None = None
