@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentrl_envs.tasks.webshop import Catalogue, ShopSession
 from agentrl_envs.tasks.webshop.shop import parse_webshop_action
@@ -119,3 +121,15 @@ def test_actions_after_buy_now_are_refused_with_a_message(shop: ShopSession) -> 
 def test_search_is_allowed_from_any_page_as_upstream(shop: ShopSession) -> None:
     open_target(shop)
     assert shop.step("search[coffee table]").valid and shop.page.kind == "results"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    actions=st.lists(st.one_of(st.text(max_size=60), st.builds("click[{}]".format, st.text(max_size=20))), max_size=8)
+)
+def test_arbitrary_actions_never_raise(catalogue: Catalogue, actions: list[str]) -> None:
+    shop = ShopSession(catalogue, catalogue.goals[3])
+    for action in [*actions, "search[shoes]", "click[next >]", *actions]:
+        result = shop.step(action)
+        assert result.valid or result.problem
+        assert shop.observation and isinstance(shop.available_actions()["clickables"], list)
