@@ -15,8 +15,9 @@ command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        # Wait for another apt run (e.g. a parallel bootstrap) instead of failing on its lock.
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     else
         echo "bootstrap: please install: ${missing[*]} (apt-get install ${missing[*]})" >&2
     fi

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
 
 import httpx
 import pytest
 
-from agentrl_envs.tasks.webshop import Catalogue, WebShopEnv
-from agentrl_envs.tasks.webshop.site import ShopSite, serve
+from agentrl_envs.tasks.webshop import Catalogue, ShopSession, WebShopEnv
+from agentrl_envs.tasks.webshop.site import ShopSite, render_page, serve
 
 from .conftest import click, search
 
@@ -51,6 +55,67 @@ def test_home_and_session_pages(client: httpx.Client) -> None:
     assert 'class="product-link"' in client.get(page).text
 
 
+class VisibleText(HTMLParser):
+    """What a browser shows inside <main> (text runs, in order) and what its forms can post as ``value``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+        self.values: list[str] = []
+        self._in_main = False
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        self._in_main |= tag == "main"
+        self._hidden += tag in ("noscript", "style", "script")
+        if tag in ("button", "input") and found.get("name") == "value":
+            self.values.append(found["value"] or "")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._hidden -= tag in ("noscript", "style", "script")
+        self._in_main &= tag != "main"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_main and not self._hidden and data.strip():
+            self.texts.append(data.strip())
+
+
+def parse(html: str) -> VisibleText:
+    parser = VisibleText()
+    parser.feed(html)
+    return parser
+
+
+def test_html_shows_exactly_the_text_observation_and_its_clickables(catalogue: Catalogue) -> None:
+    goal = catalogue.goals[2]
+    target = catalogue.by_asin[goal.asin]
+    shop = ShopSession(catalogue, goal, show_attrs=True)
+    actions = [
+        "search[" + target.title + "]",
+        "click[next >]",
+        "click[< prev]",
+        f"click[{target.asin.lower()}]",
+        *[f"click[{value}]" for value in goal.target_options.values()],
+        "click[reviews]",
+        "click[< prev]",
+        "click[attributes]",
+        "click[< prev]",
+        "click[buy now]",
+    ]
+    kinds = set()
+    for action in ["", *actions]:
+        if action:
+            assert shop.step(action).valid, action
+        seen = parse(render_page(shop.page, "/s/x"))
+        kinds.add(shop.page.kind)
+        assert " [SEP] ".join(seen.texts) == shop.observation
+        clickables = shop.available_actions()["clickables"]
+        # the search page's "search" is the search form's submit button; every other clickable posts its value
+        assert sorted(seen.values) == sorted(c for c in clickables if c != "search")
+    assert kinds == {"search", "results", "item", "item_sub", "done"}
+
+
 @pytest.mark.parametrize(
     ("path", "status"),
     [("/s/nosuchsession", 404), ("/new?split=test&goal=5000", 400), ("/new?split=nope", 400), ("/nowhere", 404)],
@@ -75,6 +140,34 @@ def test_invalid_click_and_late_actions_show_a_notice(client: httpx.Client, cata
     assert client.get(f"{page}/state.json").json()["done"] is True
     client.post(f"{page}/search", data={"keywords": "more"})
     assert "This session has ended" in client.get(page).text
+
+
+def test_huge_non_ascii_and_oversized_posts(client: httpx.Client) -> None:
+    page = start(client, goal=2)
+    assert client.post(f"{page}/search", data={"keywords": "table " * 17_000}).status_code == 303
+    assert client.get(f"{page}/state.json").json()["page"] == "results"
+    client.post(f"{page}/search", data={"keywords": "chaussures très légères 靴 👟"})
+    state = client.get(f"{page}/state.json").json()
+    assert "Page 1 (Total results: 0)" in state["observation"]
+    client.post(f"{page}/click", data={"value": "靴"})
+    assert "&#x27;靴&#x27; is not clickable on this page" in client.get(page).text
+    response = client.post(f"{page}/search", content=b"keywords=" + b"x" * (2 << 20))
+    assert response.status_code == 413 and "the shop takes up to" in response.text
+    assert client.delete(page).status_code == 405
+
+
+def test_serve_command_serves_the_site(data_root: Path) -> None:
+    command = [sys.executable, "-m", "agentrl_envs.cli", "webshop", "serve", "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = process.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("WebShop at http://127.0.0.1:"), line
+        url = line.split()[2]
+        assert "Start shopping" in httpx.get(url, timeout=10).text
+        assert httpx.get(f"{url}new?split=test&goal=0", timeout=10).status_code == 303
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +218,9 @@ def test_chromium_shops_and_sees_the_env_reward(site_url: str, catalogue: Catalo
                 page.click("button:text-is('< Prev')")
                 chosen = list(goal.target_options.values()) if with_options else []
                 for value in chosen:
-                    page.click(f"label:has(input[value='{value}'])")
-                    page.wait_for_selector(f"input[value='{value}']:checked")
+                    with page.expect_navigation():  # choosing an option posts it and reloads the item page
+                        page.click(f"label:has(input[value='{value}'])")
+                    assert page.is_checked(f"input[value='{value}']")
                 page.click("button:text-is('Buy Now')")
                 browser_reward = float(page.inner_text("#reward"))
 

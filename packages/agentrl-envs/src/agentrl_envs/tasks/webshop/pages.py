@@ -38,7 +38,9 @@ BACK_TO_SEARCH = "Back to Search"
 SUB_PAGES = ("Description", "Features", "Reviews", "Attributes")
 PRODUCT_WINDOW = 10
 
-Role = Literal["text", "heading", "button", "product_link", "option_name", "option"]
+Role = Literal["text", "heading", "instruction", "button", "product_link", "option_name", "option", "reward"]
+"""How a node is shown: the text observation ignores roles; clickables come from ``button``, ``product_link`` and
+``option``; the HTML view gives each role its element (``instruction`` and ``reward`` get upstream's ids)."""
 PageKind = Literal["search", "results", "item", "item_sub", "done"]
 
 
@@ -87,7 +89,7 @@ class Page:
 
 
 def _instruction(instruction_text: str) -> tuple[Node, ...]:
-    return (Node("Instruction:", "heading"), Node(instruction_text, "heading"))
+    return (Node("Instruction:", "instruction"), Node(instruction_text, "instruction"))
 
 
 def search_page(instruction_text: str) -> Page:
@@ -143,6 +145,6 @@ def done_page(reward: float) -> Page:
     nodes = (
         Node("Thank you for shopping with us!", "heading"),
         Node("Your score (min 0.0, max 1.0)", "heading"),
-        Node(str(reward)),
+        Node(str(reward), "reward"),
     )
     return Page("done", nodes)
