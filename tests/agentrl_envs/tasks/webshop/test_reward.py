@@ -71,6 +71,11 @@ def test_fuzzy_matching_follows_thefuzz_defaults(a: str, b: str, expected_match:
     assert (fuzzy_score(a, b) > 85) is expected_match
 
 
+def test_fuzzy_matching_drops_non_ascii_as_thefuzz_does() -> None:
+    assert fuzzy_score("Crème Brûlée", "crme brle") == 100
+    assert fuzzy_score("靴", "shoes") == 0
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [("dark navy blue", "blue"), ("navy", "navy"), ("light grey", "grey"), ("3 ounce", "3 ounce")],

@@ -19,19 +19,22 @@ from pathlib import Path
 from typing import Literal
 
 from agentrl_envs.core.data import resolve_cache_dir
-from agentrl_envs.core.errors import DataError
+from agentrl_envs.core.errors import DataError, EnvError
 from agentrl_envs.tasks.webshop.generate import GENERATOR_VERSION, generate_catalogue
 from agentrl_envs.tasks.webshop.goals import SPLIT_RANGES, human_goals
 from agentrl_envs.tasks.webshop.search import SearchIndex
 from agentrl_envs.tasks.webshop.types import Goal, Product
 from agentrl_envs.tasks.webshop.upstream import UPSTREAM_FILES, find_upstream_dir, load_upstream_products, read_json
 
-__all__ = ["DEFAULT_NUM_PRODUCTS", "Catalogue", "load_catalogue"]
+__all__ = ["BACKENDS", "DEFAULT_NUM_PRODUCTS", "Catalogue", "load_catalogue", "source_of_backend"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_NUM_PRODUCTS = 6000
 Source = Literal["upstream", "generated"]
+SourceChoice = Literal["auto", "upstream", "generated"]
+BACKENDS: dict[str | None, SourceChoice] = {None: "auto", "upstream-data": "upstream", "generated": "generated"}
+"""The env's ``backend`` option to the catalogue source: ``None`` takes upstream's files when present."""
 
 _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, ...], Catalogue] = {}
@@ -70,6 +73,13 @@ class Catalogue:
         return [self.products[i] for i in self.index.search(keywords)]
 
 
+def source_of_backend(backend: str | None) -> SourceChoice:
+    """The catalogue source for a ``backend`` option (raises :class:`EnvError` for an unknown one)."""
+    if backend not in BACKENDS:
+        raise EnvError(f"Unknown WebShop backend {backend!r}; choose one of {[b for b in BACKENDS if b]}.")
+    return BACKENDS[backend]
+
+
 def load_catalogue(
     data_root: Path,
     *,
@@ -77,7 +87,7 @@ def load_catalogue(
     num_products: int = DEFAULT_NUM_PRODUCTS,
     seed: int = 0,
     with_index: bool = True,
-    source: Literal["auto", "upstream", "generated"] = "auto",
+    source: SourceChoice = "auto",
 ) -> Catalogue:
     """The catalogue for ``data_root`` (loaded once per process, cached on disk).
 

@@ -15,24 +15,19 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from agentrl_envs.core.env import Fidelity, ToolEnv, Turn
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.messages import AssistantMessage, Message, system_message, tool_message, user_message
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.core.tools import CheckedCall
-from agentrl_envs.tasks.webshop.catalogue import DEFAULT_NUM_PRODUCTS, Catalogue, load_catalogue
+from agentrl_envs.tasks.webshop.catalogue import DEFAULT_NUM_PRODUCTS, Catalogue, load_catalogue, source_of_backend
 from agentrl_envs.tasks.webshop.shop import ShopSession, StepResult
 
 __all__ = ["WebShopEnv"]
 
 TASK_KEY = "webshop"
-_BACKENDS: dict[str | None, Literal["auto", "upstream", "generated"]] = {
-    None: "auto",
-    "upstream-data": "upstream",
-    "generated": "generated",
-}
 MAX_ECHOED_ACTION_CHARS = 1000
 """Upstream echoes the whole action in the tool message; a 100 KB search would flood the context."""
 
@@ -68,8 +63,7 @@ class WebShopEnv(ToolEnv):
                 ``"generated"`` to insist on one.
             **kwargs: ``split``, ``mode``, ``data_root``, ``max_rounds``, ``render_mode`` (see :class:`ToolEnv`).
         """
-        if backend not in _BACKENDS:
-            raise EnvError(f"Unknown WebShop backend {backend!r}; choose one of {list(_BACKENDS)}.")
+        source = source_of_backend(backend)
         if num_products < 1:
             raise EnvError(f"num_products must be positive, got {num_products}.")
         super().__init__(**kwargs)
@@ -81,7 +75,7 @@ class WebShopEnv(ToolEnv):
             webshop_data=webshop_data,
             num_products=num_products,
             seed=catalogue_seed,
-            source=_BACKENDS[backend],
+            source=source,
         )
         self.goal_indices = self.catalogue.split_goals(self.split)
         self.session: ShopSession | None = None

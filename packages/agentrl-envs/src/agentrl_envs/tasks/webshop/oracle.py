@@ -15,7 +15,7 @@ from typing import Any
 
 from agentrl_envs.core.messages import Message
 from agentrl_envs.core.oracle import Oracle
-from agentrl_envs.tasks.webshop.catalogue import DEFAULT_NUM_PRODUCTS, load_catalogue
+from agentrl_envs.tasks.webshop.catalogue import DEFAULT_NUM_PRODUCTS, load_catalogue, source_of_backend
 from agentrl_envs.tasks.webshop.pages import END_BUTTON, NEXT_PAGE
 from agentrl_envs.tasks.webshop.types import Goal
 
@@ -45,6 +45,7 @@ class WebShopOracle(Oracle):
         webshop_data: str | Path | None = None,
         num_products: int = DEFAULT_NUM_PRODUCTS,
         catalogue_seed: int = 0,
+        backend: str | None = None,
         **options: Any,
     ) -> None:
         """Load the goals (the catalogue, without its search index).
@@ -55,11 +56,17 @@ class WebShopOracle(Oracle):
             webshop_data: As the env's option of that name.
             num_products: As the env's option of that name.
             catalogue_seed: As the env's option of that name.
+            backend: As the env's option of that name.
             **options: Other env options (ignored).
         """
         super().__init__(split=split, data_root=data_root, **options)
         self.catalogue = load_catalogue(
-            self.data.path, webshop_data=webshop_data, num_products=num_products, seed=catalogue_seed, with_index=False
+            self.data.path,
+            webshop_data=webshop_data,
+            num_products=num_products,
+            seed=catalogue_seed,
+            with_index=False,
+            source=source_of_backend(backend),
         )
         self.goal_indices = self.catalogue.split_goals(split)
         self.goal: Goal | None = None

@@ -9,7 +9,8 @@
 * ``r_type`` (1, 0.5, 0.1 or 0) checks the product type: same search query, two shared category levels,
   or enough shared title nouns (see :mod:`.nouns` for how nouns are found without spaCy).
 
-Fuzzy scores use rapidfuzz with thefuzz's defaults (lower-case, non-alphanumerics to spaces, integer score).
+Fuzzy scores use rapidfuzz with thefuzz's defaults (non-ASCII dropped, lower-case, non-alphanumerics to spaces,
+integer score).
 """
 
 from __future__ import annotations
@@ -43,9 +44,14 @@ class RewardInfo:
     title_score: float
 
 
+def _thefuzz_process(text: str) -> str:
+    """Drop non-ASCII, then apply rapidfuzz's default processing (thefuzz's ``full_process(force_ascii=True)``)."""
+    return default_process(text.encode("ascii", errors="ignore").decode())
+
+
 def fuzzy_score(a: str, b: str) -> int:
     """The ``token_set_ratio`` of thefuzz (full processing, rounded to an int), computed with rapidfuzz."""
-    return round(fuzz.token_set_ratio(a, b, processor=default_process))
+    return round(fuzz.token_set_ratio(a, b, processor=_thefuzz_process))
 
 
 def type_reward(product: Product, goal: Goal) -> tuple[float, bool, bool, float]:

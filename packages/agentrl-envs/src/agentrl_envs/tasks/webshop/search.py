@@ -24,6 +24,9 @@ import Stemmer
 __all__ = ["SEARCH_RETURN_N", "SearchIndex"]
 
 logger = logging.getLogger(__name__)
+# bm25s sets its own logger to DEBUG at import, which floods an application's DEBUG/INFO console with
+# per-index messages; its warnings still get through.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 SEARCH_RETURN_N = 50
 K1, B = 0.9, 0.4
