@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentrl_envs.tasks.webshop import Catalogue, ShopSession, WebShopEnv
+from agentrl_envs.tasks.webshop import Catalogue, ShopSession, WebShopEnv, load_catalogue
 from agentrl_envs.tasks.webshop.site import ShopSite, render_page, serve
 
 from .conftest import click, search
@@ -123,6 +123,15 @@ def test_html_shows_exactly_the_text_observation_and_its_clickables(catalogue: C
 def test_bad_requests_get_clear_pages(client: httpx.Client, path: str, status: int) -> None:
     response = client.get(path)
     assert response.status_code == status and 'id="notice"' in response.text
+
+
+def test_a_small_catalogue_offers_only_the_splits_it_has(data_root: Path) -> None:
+    site = ShopSite(load_catalogue(data_root, num_products=60))  # 120 goals: part of test, no train
+    with httpx.Client(transport=httpx.WSGITransport(app=site), base_url="http://shop") as client:
+        assert "test (120 goals)" in client.get("/").text and "train" not in client.get("/").text
+        response = client.get("/new?split=train&goal=0")
+        assert response.status_code == 400 and "split &#x27;train&#x27; needs goal indices 1000..11999" in response.text
+        assert client.get("/new?split=test&goal=119").status_code == 303
 
 
 def test_invalid_click_and_late_actions_show_a_notice(client: httpx.Client, catalogue: Catalogue) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from agentrl_envs.core.errors import DataError
 from agentrl_envs.tasks.webshop.catalogue import Catalogue
 from agentrl_envs.tasks.webshop.goals import SPLIT_RANGES
 from agentrl_envs.tasks.webshop.shop import ShopSession
@@ -143,7 +144,10 @@ class ShopSite:
         split = query.get("split", "test")
         if split not in SPLIT_RANGES:
             raise _Reply("400 Bad Request", f"Unknown split {split!r}; choose one of {', '.join(SPLIT_RANGES)}.")
-        indices = self.catalogue.split_goals(split)
+        try:
+            indices = self.catalogue.split_goals(split)
+        except DataError as e:  # a small generated catalogue may not reach the split's goal range
+            raise _Reply("400 Bad Request", str(e)) from None
         raw = query.get("goal", "")
         if raw == "":
             goal_index = random.randrange(len(indices))
