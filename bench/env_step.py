@@ -28,7 +28,7 @@ from agentrl_envs.core.registry import TASKS
 VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "db": [("sqlite", {"backend": "sqlite"}), ("mariadb", {"backend": "mariadb"})],
     "webshop": [("generated", {"backend": "generated"})],
-    "alfworld": [("textworld", {})],
+    "alfworld": [("process", {}), ("inline", {"engine": "inline"})],
 }
 
 
