@@ -4,6 +4,7 @@ outcome on every step, compared against a fresh process that never installs the 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,8 +51,14 @@ def test_the_memoised_engine_matches_plain_textworld(test_games: list[str], tmp_
         cases.append((game, ["look", "inventory", "open it", *plan[:2], "look", *plan[2:]]))
     file = tmp_path / "cases.json"
     file.write_text(json.dumps(cases))
+    environment = {**os.environ, "ALFWORLD_DATA": str(tmp_path / "alfworld_data")}
     plain = subprocess.run(
-        [sys.executable, "-c", PLAIN_TEXTWORLD, str(file)], capture_output=True, text=True, check=True, timeout=600
+        [sys.executable, "-c", PLAIN_TEXTWORLD, str(file)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        env=environment,
     )
     expected = json.loads(plain.stdout.strip().splitlines()[-1])
     engine = GameEngine()

@@ -43,8 +43,7 @@ def alfworld_modules() -> AlfworldModules:
     Raises:
         BackendUnavailableError: If the ``alfworld`` extra is not installed.
     """
-    # ALFWorld creates its data folder at import time; keep it inside our cache, not the user's home.
-    os.environ.setdefault("ALFWORLD_DATA", str(resolve_cache_dir() / "alfworld" / "alfworld_data"))
+    set_alfworld_data()
     try:
         import textworld
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
@@ -54,6 +53,11 @@ def alfworld_modules() -> AlfworldModules:
         raise BackendUnavailableError(f"{INSTALL_HINT} ({e})") from e
     speedups.install(resolve_cache_dir() / "alfworld" / "sas")
     return AlfworldModules(textworld, PddlEnv, AlfredDemangler, AlfredInfos, goal_library, constants)
+
+
+def set_alfworld_data() -> None:
+    """Point ``ALFWORLD_DATA`` into our cache: ALFWorld creates that folder when imported (else in ``~/.cache``)."""
+    os.environ.setdefault("ALFWORLD_DATA", str(resolve_cache_dir() / "alfworld" / "alfworld_data"))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from agentrl_envs.core.errors import InfraError
-from agentrl_envs.tasks.alfworld.engine import EngineState
+from agentrl_envs.tasks.alfworld.engine import EngineState, set_alfworld_data
 
 __all__ = ["EngineProcess"]
 
@@ -37,6 +37,7 @@ def _forkserver() -> Any:
     global _context
     with _CONTEXT_LOCK:
         if _context is None:
+            set_alfworld_data()  # the forkserver inherits the environment as it is now
             _context = multiprocessing.get_context("forkserver")
             _context.set_forkserver_preload(_PRELOAD)
         return _context
