@@ -149,7 +149,9 @@ class AlfworldEnv(ToolEnv):
         info.update(extra)
         return info
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):  # type: ignore[override]
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[list[Message], dict[str, Any]]:
         """Start an episode on a game of the split (see :meth:`ToolEnv.reset`); ``info`` adds the game."""
         messages, info = super().reset(seed=seed, options=options)
         info.update(self._turn_info())
