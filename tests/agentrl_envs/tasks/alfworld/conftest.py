@@ -17,6 +17,9 @@ from agentrl_envs.tasks.alfworld.env import AlfworldEnv
 from agentrl_envs.tasks.alfworld.games import prepare_games, split_entries
 
 WORKERS = max(1, min(4, os.cpu_count() or 1))
+GENERATION_TIMEOUT = 1800
+"""Per-test limit for the tests that may generate games on a cold cache (about a second of CPU per game; the
+first test to use ``test_games`` pays for all 109, the train-sample test for 200 more)."""
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,9 @@ import pytest
 
 from agentrl_envs.tasks.alfworld.env import AlfworldEnv
 
-from .conftest import act, call
+from .conftest import GENERATION_TIMEOUT, act, call
+
+pytestmark = pytest.mark.timeout(GENERATION_TIMEOUT)
 
 BAD_ACTIONS = {
     "far from every command": "xyzzy plugh frobozz",

@@ -14,7 +14,9 @@ from agentrl_envs.core.data import DataRoot
 from agentrl_envs.tasks.alfworld.env import AlfworldEnv
 from agentrl_envs.tasks.alfworld.games import GameStore
 
-from .conftest import act, call
+from .conftest import GENERATION_TIMEOUT, act, call
+
+pytestmark = pytest.mark.timeout(GENERATION_TIMEOUT)
 
 Make = Callable[..., AlfworldEnv]
 

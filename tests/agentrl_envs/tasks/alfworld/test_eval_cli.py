@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from agentrl_envs.eval.cli import main
+
+from .conftest import GENERATION_TIMEOUT
+
+pytestmark = pytest.mark.timeout(GENERATION_TIMEOUT)
 
 
 def test_oracle_through_the_cli(test_games: list[str], tmp_path: Path) -> None:

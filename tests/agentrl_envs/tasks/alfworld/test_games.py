@@ -14,6 +14,10 @@ from agentrl_envs.tasks.alfworld import games
 from agentrl_envs.tasks.alfworld.games import MAX_PLAN_STEPS, GameStore, split_entries
 from agentrl_envs.tasks.alfworld.scenes import parse_entry
 
+from .conftest import GENERATION_TIMEOUT
+
+pytestmark = pytest.mark.timeout(GENERATION_TIMEOUT)
+
 ENTRY = "json_2.1.1/valid_unseen/pick_and_place_simple-Pencil-None-Shelf-308/trial_T20190908_121952_610012/game.tw-pddl"
 
 

@@ -14,7 +14,9 @@ from agentrl_envs.core.oracle import load_oracle
 from agentrl_envs.tasks.alfworld.env import AlfworldEnv
 from agentrl_envs.tasks.alfworld.games import prepare_games, split_entries
 
-from .conftest import WORKERS, act
+from .conftest import GENERATION_TIMEOUT, WORKERS, act
+
+pytestmark = pytest.mark.timeout(GENERATION_TIMEOUT)
 
 TRAIN_SAMPLE = range(0, 3000, 15)
 """200 train games spread over the list (the list is grouped by task type, so every type is in)."""

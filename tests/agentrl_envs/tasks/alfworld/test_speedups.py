@@ -19,6 +19,12 @@ import json, sys
 import textworld
 from textworld.envs.pddl import PddlEnv
 from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+
+import pytest
+
+from .conftest import GENERATION_TIMEOUT
+
+pytestmark = pytest.mark.timeout(GENERATION_TIMEOUT)
 env = AlfredInfos(AlfredDemangler(PddlEnv(textworld.EnvInfos(won=True, admissible_commands=True)), shuffle=False))
 transcripts = []
 for game, commands in json.load(open(sys.argv[1])):

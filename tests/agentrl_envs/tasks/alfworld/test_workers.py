@@ -13,7 +13,9 @@ from agentrl_envs.core import EnvError, InfraError
 from agentrl_envs.tasks.alfworld.env import AlfworldEnv
 from agentrl_envs.tasks.alfworld.workers import EngineProcess
 
-from .conftest import act
+from .conftest import GENERATION_TIMEOUT, act
+
+pytestmark = pytest.mark.timeout(GENERATION_TIMEOUT)
 
 Make = Callable[..., AlfworldEnv]
 
