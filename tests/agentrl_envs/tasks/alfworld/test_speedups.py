@@ -9,9 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentrl_envs.core.data import DataRoot
 from agentrl_envs.tasks.alfworld.engine import GameEngine
 from agentrl_envs.tasks.alfworld.games import GameStore
+
+from .conftest import GENERATION_TIMEOUT
+
+pytestmark = pytest.mark.timeout(GENERATION_TIMEOUT)
 
 # Upstream's construction of the environment, with nothing of ours imported.
 PLAIN_TEXTWORLD = """
@@ -19,12 +25,6 @@ import json, sys
 import textworld
 from textworld.envs.pddl import PddlEnv
 from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-
-import pytest
-
-from .conftest import GENERATION_TIMEOUT
-
-pytestmark = pytest.mark.timeout(GENERATION_TIMEOUT)
 env = AlfredInfos(AlfredDemangler(PddlEnv(textworld.EnvInfos(won=True, admissible_commands=True)), shuffle=False))
 transcripts = []
 for game, commands in json.load(open(sys.argv[1])):
