@@ -68,3 +68,13 @@ def test_step_before_any_reset_is_an_infra_error() -> None:
 def test_bad_engine_options_are_refused(make_env: Make, options: dict) -> None:
     with pytest.raises(EnvError):
         make_env(**options)
+
+
+def test_a_missing_game_is_generated_in_the_child(make_env: Make, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = make_env()
+    expected = env.store.game(env.paths[4])
+    monkeypatch.setattr(env.store, "cached", lambda path: None)
+    monkeypatch.setattr(env.store, "game", lambda path: pytest.fail("generated in the env's own process"))
+    messages, info = env.reset(options={"index": 4})
+    task = expected["grammar"].split("Your task is to: ")[1].split('"')[0]
+    assert info["game"] == env.paths[4] and f"Your task is to: {task}" in messages[1]["content"]

@@ -98,11 +98,16 @@ class AlfworldEnv(ToolEnv):
         return len(self.paths)
 
     def _start(self, index: int) -> list[Message]:
-        game = self.store.game(self.paths[index])
         if self._engine is None and self.engine_mode == "process":
             self._engine = EngineProcess(recycle_after=self.recycle_after)
         elif self._engine is None:
             self._engine = GameEngine()
+        path = self.paths[index]
+        game = self.store.cached(path)
+        if game is None and isinstance(self._engine, EngineProcess):
+            game = self._engine.generate(str(self.data.path), self.store.seed, path)
+        elif game is None:
+            game = self.store.game(path)
         state = self._engine.reset(game)
         self._admissible = state.admissible_commands
         self._outputs = []

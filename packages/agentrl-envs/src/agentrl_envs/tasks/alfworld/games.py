@@ -101,15 +101,21 @@ class GameStore:
         """Where the game of a split entry is cached."""
         return self.directory / (_slug(path) + ".tw-pddl")
 
+    def cached(self, path: str) -> dict[str, Any] | None:
+        """The game of a split entry if it is in the cache, else ``None``."""
+        file = self.file(path)
+        return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else None
+
     def game(self, path: str) -> dict[str, Any]:
         """The game of a split entry: from the cache, or generated, validated and cached now.
 
         Raises:
             DataError: If no solvable game could be generated for the entry.
         """
+        game = self.cached(path)
+        if game is not None:
+            return game
         file = self.file(path)
-        if file.is_file():
-            return json.loads(file.read_text(encoding="utf-8"))
         with self._lock:
             if file.is_file():
                 return json.loads(file.read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ Python allocator keeps the freed megabytes of each game's translated task. Upstr
 restarting its workers. :class:`EngineProcess` runs
 :class:`~agentrl_envs.tasks.alfworld.engine.GameEngine` in a child process and replaces the child every
 ``recycle_after`` episodes, so the memory of the env's process and its child stays bounded whatever the number
-of episodes.
+of episodes. Games missing from the cache are generated in the child too, since generation runs the engine.
 
 Children are forked from a ``forkserver`` that has imported TextWorld once, so a new child is ready in
 milliseconds instead of the seconds a fresh import takes.
@@ -45,7 +45,9 @@ def _forkserver() -> Any:
 
 def _serve(connection: Connection) -> None:
     """The child's loop: answer ``reset``/``step`` requests until ``close`` or the parent goes away."""
+    from agentrl_envs.core.data import DataRoot
     from agentrl_envs.tasks.alfworld.engine import GameEngine
+    from agentrl_envs.tasks.alfworld.games import GameStore
 
     engine = GameEngine()
     try:
@@ -57,11 +59,17 @@ def _serve(connection: Connection) -> None:
             if request == "close":
                 return
             try:
-                state = engine.reset(argument) if request == "reset" else engine.step(argument)
+                if request == "generate":
+                    data_root, seed, path = argument
+                    result: Any = GameStore(DataRoot.find(data_root), seed=seed).game(path)
+                elif request == "reset":
+                    result = engine.reset(argument)
+                else:
+                    result = engine.step(argument)
             except Exception as e:  # report to the parent, which turns it into an infrastructure error
                 connection.send(("error", f"{type(e).__name__}: {e}"))
             else:
-                connection.send(("ok", state))
+                connection.send(("ok", result))
     finally:
         engine.close()
         connection.close()
@@ -103,6 +111,13 @@ class EngineProcess:
         self._episodes += 1
         return self._call("reset", game)
 
+    def generate(self, data_root: str, seed: int, path: str) -> dict[str, Any]:
+        """Generate (and cache) the game of a split entry in the child, keeping TextWorld out of this process."""
+        if self._process is None or not self._process.is_alive():
+            self._stop()
+            self._start()
+        return self._call("generate", (data_root, seed, path), timeout_s=max(self.timeout_s, 900.0))
+
     def step(self, command: str) -> EngineState:
         """Apply one command in the child."""
         if self._process is None:
@@ -113,12 +128,13 @@ class EngineProcess:
         """Stop the child."""
         self._stop()
 
-    def _call(self, request: str, argument: Any) -> EngineState:
+    def _call(self, request: str, argument: Any, *, timeout_s: float | None = None) -> Any:
         assert self._connection is not None
+        timeout_s = timeout_s or self.timeout_s
         try:
             self._connection.send((request, argument))
-            if not self._connection.poll(self.timeout_s):
-                raise TimeoutError(f"no answer to {request!r} within {self.timeout_s} s")
+            if not self._connection.poll(timeout_s):
+                raise TimeoutError(f"no answer to {request!r} within {timeout_s} s")
             status, payload = self._connection.recv()
         except (OSError, EOFError, TimeoutError) as e:
             self._stop()
