@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 _RELATIONS = re.compile(r"^Observation: \[(.*)\]$")
-_VARIABLE = re.compile(r"variable #(\d+)")
+_VARIABLE = re.compile(r"^Observation: variable #(\d+)")
 
 
 class RandomKGAgent:
@@ -28,11 +28,12 @@ class RandomKGAgent:
     def observe(self, messages: list[dict[str, Any]]) -> None:
         for m in messages:
             text = m.get("content") or ""
-            if m["role"] == "user" and "\nEntities: [" in text:
+            if m["role"] == "user" and "\nEntities: [" in text:  # a question (the one-shot example's, then ours)
                 self.entities = [e for e in text.rsplit("\nEntities: [", 1)[1].rstrip("]").split(", ") if e]
+                self.variables, self.names = [], []
             if match := _RELATIONS.match(text):
                 self.names = [r for r in match.group(1).split(", ") if r]
-            if match := _VARIABLE.search(text):
+            if match := _VARIABLE.match(text):
                 self.variables.append(f"#{match.group(1)}")
 
     def act(self) -> dict[str, Any]:
@@ -73,3 +74,55 @@ def play(env: Any, agent: RandomKGAgent, index: int) -> tuple[float, list[dict[s
         seen += messages
         done = terminated or truncated
     return reward, seen, info
+
+
+class ExplorerKGAgent(RandomKGAgent):
+    """Goes deep on purpose: follows listed relations, ranks by listed attributes, counts, intersects.
+
+    Used to compare backends on long, varied programs (superlatives under joins, counts, intersections).
+    """
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed, answer_after=14)
+        self.listed: dict[str, list[str]] = {}
+        self.attributes: dict[str, list[str]] = {}
+        self.pending: tuple[str, str] | None = None
+
+    def reset(self, entities: list[str]) -> None:
+        super().reset(entities)
+        self.listed, self.attributes, self.pending = {}, {}, None
+
+    def observe(self, messages: list[dict[str, Any]]) -> None:
+        super().observe(messages)
+        if self.pending is not None:
+            kind, node = self.pending
+            if self.names and any((m.get("content") or "").startswith("Observation: [") for m in messages):
+                (self.attributes if kind == "attributes" else self.listed)[node] = list(self.names)
+            self.pending = None
+
+    def act(self) -> dict[str, Any]:
+        self.turn += 1
+        if self.turn > self.answer_after:
+            index = self.rng.randrange(len(self.variables) + 1)
+            return {"role": "assistant", "content": f"Final Answer: #{index}"}
+        nodes = self.entities + self.variables
+        node = self.variables[-1] if self.variables and self.rng.random() < 0.7 else self.rng.choice(nodes)
+        roll = self.rng.random()
+        if node in self.listed and self.listed[node] and roll < 0.6:
+            return self._call("get_neighbors", variable=node, relation=self.rng.choice(self.listed[node]))
+        if node in self.attributes and self.attributes[node] and roll < 0.8:
+            name = self.rng.choice(["argmax", "argmin"])
+            return self._call(name, variable=node, attribute=self.rng.choice(self.attributes[node]))
+        if node.startswith("#") and roll < 0.3:
+            self.pending = ("attributes", node)
+            return self._call("get_attributes", variable=node)
+        if node.startswith("#") and len(self.variables) > 1 and roll < 0.4:
+            return self._call("intersection", variable1=node, variable2=self.rng.choice(self.variables))
+        if node.startswith("#") and roll < 0.45:
+            return self._call("count", variable=node)
+        self.pending = ("relations", node)
+        return self._call("get_relations", variable=node)
+
+    def _call(self, name: str, **arguments: str) -> dict[str, Any]:
+        call = {"id": f"call_{self.turn}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}

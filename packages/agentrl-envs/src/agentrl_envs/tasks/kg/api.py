@@ -19,6 +19,7 @@ from agentrl_envs.tasks.kg.backends import KGBackend
 from agentrl_envs.tasks.kg.build import FALLBACK_TYPE
 from agentrl_envs.tasks.kg.ontology import Ontology
 from agentrl_envs.tasks.kg.program import (
+    QueryError,
     Variable,
     and_program,
     compile_program,
@@ -68,7 +69,7 @@ class KGApi:
         """The relations leaving the entity or the members of the variable."""
         self._require_node(variable, "get_relations")
         if isinstance(variable, Variable):
-            found = self.backend.member_relations(compile_program(variable.program))
+            found = self._member_relations(variable, "get_relations")
         else:
             found = self.backend.out_relations(variable)
         relations = sorted(r for r in found if self._is_relation(r))
@@ -98,7 +99,7 @@ class KGApi:
     def get_attributes(self, variable: Variable | str) -> ToolResult:
         """The numeric attributes of the variable's members."""
         variable = self._require_variable(variable, "get_attributes")
-        found = self.backend.member_relations(compile_program(variable.program))
+        found = self._member_relations(variable, "get_attributes")
         attributes = sorted(a for a in found if self._is_attribute(a))
         self.attributes_seen[variable.program] = attributes
         return ToolResult(f"Observation: [{', '.join(attributes)}]")
@@ -130,6 +131,20 @@ class KGApi:
         if attribute not in self.attributes_seen.get(variable.program, ()):
             raise ToolError(f"{name}: attribute must be an attribute of the variable")
         return self._new(Variable(variable.type, superlative_program(kind, variable, attribute)))
+
+    def _member_relations(self, variable: Variable, tool: str) -> set[str]:
+        """The relations of the variable's members; a query the knowledge base rejects is the agent's error.
+
+        The wording does not depend on the backend (upstream shows the endpoint's own error text), so both
+        backends give the same observation.
+        """
+        try:
+            return self.backend.member_relations(compile_program(variable.program))
+        except QueryError as e:
+            raise ToolError(f"{tool}: the knowledge base cannot evaluate variable {self._name(variable)}") from e
+
+    def _name(self, variable: Variable) -> str:
+        return next((f"#{i}" for i, v in enumerate(self.variables) if v == variable), variable.program)
 
     def _new(self, variable: Variable, observation: str = "") -> ToolResult:
         """Register a new variable; its observation names it ``#<index>``."""

@@ -10,6 +10,7 @@ endpoint (a Virtuoso loaded with the offline graphs, or a real Freebase) with ``
 from __future__ import annotations
 
 import logging
+import re
 from typing import Protocol
 
 import httpx
@@ -21,6 +22,11 @@ from agentrl_envs.tasks.kg.program import NS, Query, QueryError, out_relations_s
 __all__ = ["InProcessBackend", "KGBackend", "SparqlBackend"]
 
 logger = logging.getLogger(__name__)
+
+# Virtuoso reports a query it cannot compile with HTTP 500 and an SQL state: 37xxx syntax, 42xxx semantics,
+# S0xxx unknown column (e.g. ``?x`` of a COUNT subquery), 22xxx bad data.
+_VIRTUOSO_ERROR = re.compile(r"^Virtuoso (\w{5}) Error")
+_QUERY_STATES = ("37", "42", "S0", "22")
 
 
 class KGBackend(Protocol):
@@ -115,11 +121,9 @@ class SparqlBackend:
             response = self.client.post(self.url, data=params, headers={"Accept": "application/sparql-results+json"})
         except httpx.HTTPError as e:
             raise InfraError(f"SPARQL endpoint {self.url} is unreachable ({type(e).__name__}: {e}).") from e
-        if 400 <= response.status_code < 500:
-            raise QueryError(f"The endpoint rejected the query: {response.text.strip()[:300]}")
-        if response.status_code >= 500:
-            # Virtuoso answers a query it cannot compile with a 500 and an SQL state starting with 37000.
-            if "37000" in response.text or "SP030" in response.text or "SP031" in response.text:
+        if response.status_code >= 400:
+            state = _VIRTUOSO_ERROR.match(response.text.strip())
+            if response.status_code < 500 or (state and state.group(1).startswith(_QUERY_STATES)):
                 raise QueryError(f"The endpoint rejected the query: {response.text.strip()[:300]}")
             raise InfraError(f"SPARQL endpoint {self.url} failed: HTTP {response.status_code} {response.text[:300]}")
         try:

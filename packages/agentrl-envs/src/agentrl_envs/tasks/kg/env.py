@@ -9,6 +9,7 @@ their F1. Queries run on the offline graph in process (default) or on a SPARQL e
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import cached_property
 from typing import Any, ClassVar, Literal, get_args
@@ -46,6 +47,8 @@ ANSWER_TOOL: dict[str, Any] = {
 }
 
 Backend = Literal["inprocess", "sparql"]
+
+logger = logging.getLogger(__name__)
 
 
 class KGEnv(ToolEnv):
@@ -179,7 +182,7 @@ class KGEnv(ToolEnv):
         try:
             args = [self._resolve(checked.arguments[name]) for name in order]
             result: ToolResult = getattr(self.api, checked.name)(*args)
-        except (ToolError, QueryError) as e:
+        except ToolError as e:
             return p["tool_error_template"].format(error=e)
         return p["tool_result_template"].format(observation=result.observation)
 
@@ -216,8 +219,12 @@ class KGEnv(ToolEnv):
         try:
             variable = self._variable(ref)
             predicted = set(self.api.answer(variable))
-        except (ToolError, QueryError) as e:
+        except ToolError as e:
             return Turn(out, SampleStatus.AGENT_VALIDATION_FAILED, info={"error": str(e)})
+        except QueryError as e:  # upstream: any error while executing the answer fails validation
+            logger.debug("kg sample %s: answer query failed: %s", self.index, e)
+            error = f"the knowledge base cannot evaluate the answer variable {ref}"
+            return Turn(out, SampleStatus.AGENT_VALIDATION_FAILED, info={"error": error})
         gold = set(self._sample.answers)
         score = f1_score(predicted, gold)
         reward = float(predicted == gold)

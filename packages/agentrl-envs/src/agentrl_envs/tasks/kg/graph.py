@@ -131,10 +131,12 @@ class KGGraph:
     def member_relations(self, query: Query) -> set[str]:
         """Upstream's relations query: the predicates of every member of the variable.
 
-        Over a COUNT program the inner query binds no ``?x``, so the outer pattern matches every triple.
+        Raises:
+            QueryError: Over a COUNT program (its subquery selects no ``?x``; endpoints reject the query) or a
+                malformed one.
         """
-        if query.count and not query.malformed:
-            return {p for preds in self.out.values() for p in preds}
+        if query.count:
+            raise QueryError("A COUNT variable has no members to list relations of.")
         relations: set[str] = set()
         for member in self.select(query):
             if isinstance(member, str):

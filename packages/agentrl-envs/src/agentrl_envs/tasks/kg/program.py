@@ -74,21 +74,28 @@ class Query:
     entities: tuple[str, ...]
     """Freebase ids the program starts from; upstream filters them out of the answer (``?x != ns:id``)."""
     count: bool = False
-    superlative: Literal["ARGMAX", "ARGMIN"] | None = None
+    superlatives: tuple[Literal["ARGMAX", "ARGMIN"], ...] = ()
+    """Every ARGMAX/ARGMIN in the program, innermost first (upstream appends one ORDER BY for each)."""
     malformed: str | None = None
     """Why upstream's text for this program is not valid SPARQL (e.g. COUNT over ARGMAX), else ``None``."""
+
+    @property
+    def superlative(self) -> Literal["ARGMAX", "ARGMIN"] | None:
+        """The ordering of a superlative query, or ``None``."""
+        return self.superlatives[0] if self.superlatives else None
 
     def sparql(self) -> str:
         """The SPARQL text upstream's ``lisp_to_sparql`` produces for this program."""
         body = [p.sparql() for p in self.patterns]
         filters = [f"FILTER (?x != ns:{e})" for e in self.entities]
         select = "SELECT COUNT DISTINCT ?x" if self.count else "SELECT DISTINCT ?x"
-        if self.superlative is None or self.count:
+        order = [line for kind in self.superlatives for line in (_order(kind), "LIMIT 1")]
+        if not self.superlatives or self.count:
             lines = ["PREFIX ns: <http://rdf.freebase.com/ns/>", select, "WHERE {", LANG_FILTER, *body, *filters, "}"]
-            if self.superlative is not None:  # upstream still appends the ordering and two braces: a syntax error
-                lines += [_order(self.superlative), "LIMIT 1", "}", "}"]
+            if self.superlatives:  # upstream still appends the ordering and two braces: a syntax error
+                lines += [*order, "}", "}"]
             return "\n".join(lines)
-        inner = ["{SELECT ?sk0", "WHERE {", LANG_FILTER, *body, *filters, "}", _order(self.superlative), "LIMIT 1", "}"]
+        inner = ["{SELECT ?sk0", "WHERE {", LANG_FILTER, *body, *filters, "}", *order, "}"]
         return "\n".join(["PREFIX ns: <http://rdf.freebase.com/ns/>", select, "WHERE {", *body, *inner, "}"])
 
 
@@ -165,11 +172,10 @@ class _Compiler:
         patterns = tuple(Pattern(rename(s), p, rename(o)) for s, p, o in self.patterns)
         malformed = None
         if len(self.superlatives) > 1:
-            malformed = "two superlatives in one program give two ORDER BY clauses"
+            malformed = "two superlatives give two ORDER BY clauses, which SPARQL does not allow"
         elif self.superlatives and self.count:
             malformed = "COUNT over a superlative leaves ORDER BY outside the query"
-        superlative = self.superlatives[0] if self.superlatives else None
-        return Query(patterns, tuple(self.entities), self.count, superlative, malformed)
+        return Query(patterns, tuple(self.entities), self.count, tuple(self.superlatives), malformed)
 
     def _root(self, var: int) -> int:
         while var in self.parent:
