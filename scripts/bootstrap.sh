@@ -8,9 +8,11 @@ if ! command -v uv >/dev/null 2>&1; then
     python3 -m pip install --quiet uv
 fi
 
-# System packages that backends start themselves (MariaDB for the DB task's mariadb backend).
+# System packages that backends start themselves (MariaDB for the DB task's mariadb backend, Virtuoso 7 for
+# the KG task's sparql backend tests; only the binaries, no system service).
 missing=()
 command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+command -v virtuoso-t >/dev/null 2>&1 || missing+=(virtuoso-opensource-7-bin)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq

@@ -124,5 +124,6 @@ class ExplorerKGAgent(RandomKGAgent):
         return self._call("get_relations", variable=node)
 
     def _call(self, name: str, **arguments: str) -> dict[str, Any]:
-        call = {"id": f"call_{self.turn}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        call = {"id": f"call_{self.turn}", "type": "function", "function": function}
         return {"role": "assistant", "content": None, "tool_calls": [call]}

@@ -19,9 +19,12 @@ from agentrl_envs.core.errors import InfraError
 from agentrl_envs.tasks.kg.graph import KGGraph
 from agentrl_envs.tasks.kg.program import NS, Query, QueryError, out_relations_sparql, relations_sparql
 
-__all__ = ["InProcessBackend", "KGBackend", "SparqlBackend"]
+__all__ = ["OFFLINE_GRAPH_IRI", "InProcessBackend", "KGBackend", "SparqlBackend"]
 
 logger = logging.getLogger(__name__)
+
+OFFLINE_GRAPH_IRI = "urn:agentrl:kg:{split}:{index}"
+"""The named graph that holds one sample's offline graph on a SPARQL endpoint (see :mod:`.virtuoso`)."""
 
 # Virtuoso reports a query it cannot compile with HTTP 500 and an SQL state: 37xxx syntax, 42xxx semantics,
 # S0xxx unknown column (e.g. ``?x`` of a COUNT subquery), 22xxx bad data.

@@ -20,7 +20,7 @@ from agentrl_envs.core.messages import AssistantMessage, Message, system_message
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.core.tools import ToolCallError
 from agentrl_envs.tasks.kg.api import KGApi, Rules, ToolError, ToolResult
-from agentrl_envs.tasks.kg.backends import InProcessBackend, KGBackend, SparqlBackend
+from agentrl_envs.tasks.kg.backends import OFFLINE_GRAPH_IRI, InProcessBackend, KGBackend, SparqlBackend
 from agentrl_envs.tasks.kg.build import load_offline_graphs
 from agentrl_envs.tasks.kg.data import KGSample, load_samples
 from agentrl_envs.tasks.kg.grader import f1_score
@@ -28,9 +28,6 @@ from agentrl_envs.tasks.kg.ontology import load_ontology
 from agentrl_envs.tasks.kg.program import QueryError, Variable
 
 __all__ = ["ANSWER_TOOL", "OFFLINE_GRAPH_IRI", "KGEnv"]
-
-OFFLINE_GRAPH_IRI = "urn:agentrl:kg:{split}:{index}"
-"""The named graph that holds one sample's offline graph on a SPARQL endpoint."""
 
 ANSWER_TOOL: dict[str, Any] = {
     "type": "function",
