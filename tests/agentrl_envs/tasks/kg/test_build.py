@@ -52,3 +52,13 @@ def test_cache_round_trip(data_root) -> None:
     cached = load_offline_graphs(data, "dev")
     assert [g.to_json() for g in cached.graphs] == [g.to_json() for g in built.graphs]
     assert cached.unreachable == built.unreachable == {}
+
+
+def test_most_relations_an_agent_sees_are_off_the_gold_path(data_root) -> None:
+    from agentrl_envs.tasks.kg.stats import graph_stats
+
+    stats = graph_stats(DataRoot(data_root), "test")
+    assert stats.samples == 150 and stats.unreachable == 2
+    assert stats.relations_on_path_mean >= 1.0  # every gold get_relations offers the relation the program takes
+    assert stats.relations_listed_mean > 3.0 and stats.off_path_share > 0.6
+    assert stats.attributes_listed_mean >= 2.0  # superlatives have rival attributes to choose from

@@ -110,3 +110,15 @@ def test_unreachable_endpoint_is_an_infra_error() -> None:
     call = {"id": "c", "type": "function", "function": function}
     _, reward, terminated, truncated, info = env.step({"role": "assistant", "content": None, "tool_calls": [call]})
     assert info["infra_error"] and (terminated or truncated) and reward == 0.0
+
+
+def test_virtuoso_backend_starts_loads_and_stops_its_own_server() -> None:
+    env = KGEnv(split="dev", backend="virtuoso")
+    oracle = load_oracle("kg", split="dev")
+    first = oracle_transcript(env, oracle, 0)
+    assert env.reset(options={"index": 0})[1]["fidelity"] == "upstream"
+    server = env._virtuoso
+    assert server is not None and server.running and server.url != "http://127.0.0.1:18190/sparql"
+    assert first == oracle_transcript(KGEnv(split="dev"), oracle, 0) and first[0] == 1.0
+    env.close()
+    assert not server.running

@@ -43,7 +43,7 @@ ANSWER_TOOL: dict[str, Any] = {
     },
 }
 
-Backend = Literal["inprocess", "sparql"]
+Backend = Literal["inprocess", "sparql", "virtuoso"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,9 @@ class KGEnv(ToolEnv):
     """The KG task (see the module docstring and DESIGN.md's environment contract).
 
     Args:
-        backend: ``inprocess`` (the offline graph, embedded) or ``sparql`` (``sparql_url``).
+        backend: ``inprocess`` (the offline graph, embedded), ``sparql`` (the endpoint at ``sparql_url``) or
+            ``virtuoso`` (a private Virtuoso this process starts and loads with the offline graphs, then
+            ``sparql`` on it; needs Debian's ``virtuoso-opensource-7-bin``).
         sparql_url: The SPARQL endpoint for the ``sparql`` backend.
         sparql_graph: Graph IRI template (``{split}``, ``{index}``) sent as ``default-graph-uri``; the default
             addresses the offline graphs as :mod:`agentrl_envs.tasks.kg.virtuoso` loads them. ``None`` for a
@@ -82,7 +84,7 @@ class KGEnv(ToolEnv):
         """See the class docstring."""
         backend = backend or ("sparql" if sparql_url else "inprocess")
         if backend not in get_args(Backend):
-            raise EnvError(f"Unknown KG backend {backend!r}; choose 'inprocess' or 'sparql'.")
+            raise EnvError(f"Unknown KG backend {backend!r}; choose 'inprocess', 'sparql' or 'virtuoso'.")
         if backend == "sparql" and not sparql_url:
             raise EnvError("The sparql backend needs sparql_url=..., e.g. 'http://127.0.0.1:8890/sparql'.")
         if rules not in get_args(Rules):
@@ -97,6 +99,7 @@ class KGEnv(ToolEnv):
         self.api: KGApi | None = None
         self._sample: KGSample | None = None
         self._sparql_client: Any = None
+        self._virtuoso: Any = None
         super().__init__(**kwargs)
         self.prompts = self.data.prompts("kg")
         self.ontology = load_ontology(self.data)
@@ -116,11 +119,11 @@ class KGEnv(ToolEnv):
     @property
     def fidelity(self) -> Fidelity:
         """``upstream`` on a SPARQL endpoint (upstream's engine), ``emulated`` in process."""
-        return "upstream" if self._backend_kind == "sparql" else "emulated"
+        return "emulated" if self._backend_kind == "inprocess" else "upstream"
 
     @property
     def backend_name(self) -> str:
-        """``inprocess`` or ``sparql``."""
+        """``inprocess``, ``sparql`` or ``virtuoso``."""
         return self._backend_kind
 
     def _start(self, index: int) -> list[Message]:
@@ -155,11 +158,16 @@ class KGEnv(ToolEnv):
         self.api = None
 
     def close(self) -> None:
-        """End the episode and close the SPARQL client."""
+        """End the episode, close the SPARQL client and release a private Virtuoso (the last user stops it)."""
         super().close()
         if self._sparql_client is not None:
             self._sparql_client.close()
             self._sparql_client = None
+        if self._virtuoso is not None:
+            from agentrl_envs.tasks.kg.virtuoso import release_server
+
+            self._virtuoso = None
+            release_server()
 
     # ----------------------------------------------------------------- tool calls
 
@@ -235,11 +243,22 @@ class KGEnv(ToolEnv):
             return InProcessBackend(self._graphs.graphs[index])
         import httpx
 
+        if self._backend_kind == "virtuoso":
+            self._start_virtuoso()
         if self._sparql_client is None:
             self._sparql_client = httpx.Client(timeout=30.0)
         graph = self.sparql_graph.format(split=self.split, index=index) if self.sparql_graph else None
         assert self.sparql_url is not None
         return SparqlBackend(self.sparql_url, default_graph=graph, client=self._sparql_client)
+
+    def _start_virtuoso(self) -> None:
+        """Take the process's private Virtuoso and load this split's graphs unless they are loaded already."""
+        from agentrl_envs.tasks.kg.virtuoso import acquire_server
+
+        if self._virtuoso is None:
+            self._virtuoso = acquire_server()
+            self.sparql_url, self.sparql_graph = self._virtuoso.url, OFFLINE_GRAPH_IRI
+        self._virtuoso.ensure_loaded(self.split, (str(self.data.path), self.seed), lambda: self._graphs.graphs)
 
     @cached_property
     def _graphs(self) -> Any:

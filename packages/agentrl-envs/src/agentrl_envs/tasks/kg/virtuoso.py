@@ -14,12 +14,15 @@ upstream's engine, over the same triples the in-process backend reads.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import shutil
+import socket
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -30,7 +33,7 @@ from agentrl_envs.core.errors import BackendUnavailableError, InfraError
 from agentrl_envs.tasks.kg.backends import OFFLINE_GRAPH_IRI
 from agentrl_envs.tasks.kg.graph import KGGraph
 
-__all__ = ["VirtuosoConfig", "VirtuosoServer"]
+__all__ = ["VirtuosoConfig", "VirtuosoServer", "acquire_server", "release_server"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +81,8 @@ MaxQueryExecutionTime = 60
 class VirtuosoConfig:
     """Where and how the private Virtuoso runs."""
 
-    isql_port: int = field(default=18111, metadata={"help": "ISQL (SQL) port on 127.0.0.1"})
-    http_port: int = field(default=18190, metadata={"help": "HTTP port on 127.0.0.1; the endpoint is /sparql"})
+    isql_port: int = field(default=0, metadata={"help": "ISQL (SQL) port on 127.0.0.1; 0: a free one"})
+    http_port: int = field(default=0, metadata={"help": "HTTP port on 127.0.0.1 (endpoint /sparql); 0: a free one"})
     directory: Path | None = field(
         default=None, metadata={"help": "database directory (kept); None: a temporary one, deleted on stop"}
     )
@@ -97,6 +100,11 @@ class VirtuosoServer:
             BackendUnavailableError: If ``virtuoso-t`` or ``isql-vt`` is not installed.
         """
         self.config = config or VirtuosoConfig()
+        if self.config.isql_port == 0 or self.config.http_port == 0:
+            self.config.isql_port = self.config.isql_port or _free_port()
+            self.config.http_port = self.config.http_port or _free_port()
+        self._loaded: dict[str, object] = {}
+        self._load_lock = threading.Lock()
         self._server = _which("virtuoso-t")
         self._isql = _which("isql-vt")
         self._dir: Path | None = None
@@ -187,6 +195,16 @@ class VirtuosoServer:
         logger.info("loaded %d %s graphs into Virtuoso in %.1f s", len(graphs), split, seconds)
         return seconds
 
+    def ensure_loaded(self, split: str, key: object, graphs: Callable[[], Sequence[KGGraph]]) -> None:
+        """Load ``graphs()`` for ``split`` unless graphs with the same ``key`` (data root, seed) are loaded.
+
+        Envs sharing one server call this before each episode; a split loads once, under a lock.
+        """
+        with self._load_lock:
+            if self._loaded.get(split) != key:
+                self.load(split, graphs())
+                self._loaded[split] = key
+
     def isql(self, script: str) -> str:
         """Run an SQL script as ``dba`` through ``isql-vt``; returns its output.
 
@@ -229,6 +247,49 @@ class VirtuosoServer:
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
         self.stop()
+
+
+_lock = threading.Lock()
+_shared: VirtuosoServer | None = None
+_users = 0
+
+
+def acquire_server() -> VirtuosoServer:
+    """The process's shared server (free ports, a temporary directory), started on first use.
+
+    Pair every call with :func:`release_server`; the last release stops it.
+    """
+    global _shared, _users
+    with _lock:
+        if _shared is None or not _shared.running:
+            _shared = VirtuosoServer().start()
+        _users += 1
+        return _shared
+
+
+def release_server() -> None:
+    """Drop one user of the shared server; the last one stops it."""
+    global _shared, _users
+    with _lock:
+        _users = max(_users - 1, 0)
+        if _users == 0 and _shared is not None:
+            _shared.stop()
+            _shared = None
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    global _shared
+    if _shared is not None:
+        _shared.stop()
+        _shared = None
+
+
+def _free_port() -> int:
+    """A TCP port the OS reports free on 127.0.0.1 (released again for the server to take)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _which(program: str) -> str:
