@@ -122,3 +122,18 @@ def test_virtuoso_backend_starts_loads_and_stops_its_own_server() -> None:
     assert first == oracle_transcript(KGEnv(split="dev"), oracle, 0) and first[0] == 1.0
     env.close()
     assert not server.running
+
+
+def test_lenient_oracle_on_train_gives_the_same_rewards_on_virtuoso(virtuoso: VirtuosoServer, data_root) -> None:
+    """Every 16th train sample and every unreachable one (all 1214 take minutes on Virtuoso here)."""
+    graphs = load_offline_graphs(DataRoot(data_root), "train")
+    virtuoso.load("train", graphs.graphs)
+    local = KGEnv(split="train", rules="lenient")
+    remote = KGEnv(split="train", rules="lenient", sparql_url=virtuoso.url)
+    oracle = load_oracle("kg", split="train")
+    indices = sorted(set(range(0, 1214, 16)) | set(graphs.unreachable))
+    for index in indices:
+        expected = oracle_transcript(local, oracle, index)
+        assert oracle_transcript(remote, oracle, index)[::2] == expected[::2], f"sample {index}"  # reward, info
+        assert expected[0] == (0.0 if index in graphs.unreachable else 1.0), f"sample {index}"
+    remote.close()
