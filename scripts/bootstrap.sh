@@ -8,11 +8,13 @@ if ! command -v uv >/dev/null 2>&1; then
     python3 -m pip install --quiet uv
 fi
 
-# System packages that backends start themselves (MariaDB for the DB task's mariadb backend).
+# System packages that backends start themselves (MariaDB for the DB task's mariadb backend, Virtuoso 7 for
+# the KG task's sparql backend tests; only the binaries, no system service).
 missing=()
 command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
 # Headless Chromium for the WebShop site's browser test (driven by Playwright's Python package).
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v virtuoso-t >/dev/null 2>&1 || missing+=(virtuoso-opensource-7-bin)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         # Wait for another apt run (e.g. a parallel bootstrap) instead of failing on its lock.
