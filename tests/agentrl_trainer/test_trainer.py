@@ -120,8 +120,9 @@ def test_checkpoint_save_and_resume_mid_run(tmp_path: Path, tiny_model_path: Pat
     resumed = _trainer(tiny_model_path, tokenizer, _config(tmp_path, max_steps=4, output_dir=str(tmp_path / "r2")))
     resumed.train(resume_from_checkpoint=str(checkpoint))
     assert resumed.state.global_step == 4
+    # The log history holds the checkpoint's steps 1-2 (restored) and the two steps trained after resuming.
     steps = [e["step"] for e in resumed.state.log_history if "env/length/reward" in e]
-    assert steps == [3, 4]
+    assert steps == [1, 2, 3, 4]
     # The rollout engine started from the checkpoint's weights and version, not from scratch.
     assert resumed.sampler is not None and resumed.sampler.policy.version == 4
 
