@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agentrl_trainer import AgentRLConfig, AgentRLTrainer
-from agentrl_trainer.types import Group, Trajectory, TrainingRow
+from agentrl_trainer.types import Group, TrainingRow, Trajectory
 from tests.agentrl_trainer.envs import FlakyEnv, LengthEnv
 
 FACTORIES = {"length": lambda split: LengthEnv(split=split), "flaky": lambda split: FlakyEnv(split=split)}
@@ -134,3 +134,15 @@ def test_config_errors_name_the_field_and_the_fix(tmp_path: Path) -> None:
         _config(tmp_path, rollout_mode="later")
     with pytest.raises(ValueError, match="gradient_accumulation_steps=1"):
         _config(tmp_path, gradient_accumulation_steps=2)
+
+
+def test_lagged_engine_turns_do_not_count_as_staleness() -> None:
+    from agentrl_trainer.types import TokenSegment
+
+    row = TrainingRow("length", "train", 0)
+    trajectory = Trajectory(row=row, prompt_ids=[1])
+    trajectory.segments.append(TokenSegment((2,), True, (0.0,), version=9, engine="policy"))
+    trajectory.segments.append(TokenSegment((3,), True, (0.0,), version=4, engine="lagged0", lagged=True))
+    group = Group(row, [trajectory], created_version=9)
+    assert group.staleness(10) == 1
+    assert trajectory.lagged_versions == [4] and trajectory.versions == [9, 4]

@@ -48,6 +48,8 @@ def staleness_metrics(groups: list[Group], current_version: int, histogram: Coun
         "rollout/staleness_mean": sum(values) / len(values) if values else 0.0,
         "rollout/staleness_max": float(max(values, default=0)),
     }
-    engines = [e for g in groups for t in g.trajectories for e in t.engines]
-    out["rollout/lagged_turn_fraction"] = sum(e != "policy" for e in engines) / len(engines) if engines else 0.0
+    lags = [current_version - v for g in groups for t in g.trajectories for v in t.lagged_versions]
+    out["rollout/lagged_version_lag_mean"] = sum(lags) / len(lags) if lags else 0.0
+    turns = [s.lagged for g in groups for t in g.trajectories for s in t.segments if s.is_action]
+    out["rollout/lagged_turn_fraction"] = sum(turns) / len(turns) if turns else 0.0
     return out

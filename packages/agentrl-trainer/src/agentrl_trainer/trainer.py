@@ -182,6 +182,8 @@ class AgentRLTrainer(GRPOTrainer):
             infra_error_policy=args.infra_error_policy,  # type: ignore[arg-type]
             max_infra_retries=args.max_infra_retries,
             max_concurrent_envs=args.max_concurrent_envs,
+            max_staleness=args.max_staleness if args.stale_policy == "drop" else None,
+            groups_per_version=args.min_groups_per_step,
         )
         torch.manual_seed(args.seed + self.state.global_step)
         self._train_started = time.perf_counter()
@@ -231,6 +233,7 @@ class AgentRLTrainer(GRPOTrainer):
                     args.min_groups_per_step, args.max_groups_per_step, args.rollout_timeout_s
                 )
             groups = self._filter_stale(fetched, version)
+            producer.discard(len(fetched) - len(groups))
         idle = time.perf_counter() - started
         self.idle_s += idle
         inputs, trajectories = build_inputs(
