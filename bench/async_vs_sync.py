@@ -86,19 +86,30 @@ def run_mode(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=10, help="optimizer steps per mode")
+    parser.add_argument("--steps", type=int, default=12, help="optimizer steps per mode")
     parser.add_argument("--groups", type=int, default=4, help="GRPO groups per step (sync) / minimum (async)")
     parser.add_argument("--generations", type=int, default=4, help="episodes per group (G)")
     parser.add_argument("--max-staleness", type=int, default=2)
     parser.add_argument("--new-tokens", type=int, default=16, help="max new tokens per turn")
-    parser.add_argument("--scale-s", type=float, default=0.1, help="Pareto scale of the env step latency")
+    parser.add_argument("--scale-s", type=float, default=0.2, help="Pareto scale of the env step latency")
     parser.add_argument("--alpha", type=float, default=1.5, help="Pareto shape (smaller: heavier tail)")
+    parser.add_argument("--hidden-size", type=int, default=64, help="tiny model width (sets the update's cost)")
+    parser.add_argument("--layers", type=int, default=2, help="tiny model depth")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     LatencyEnv.scale_s, LatencyEnv.alpha = args.scale_s, args.alpha
 
-    model_path = build_tiny_model(CORPUS, TinyModelSpec(vocab_size=384, seed=args.seed))
+    model_path = build_tiny_model(
+        CORPUS,
+        TinyModelSpec(
+            vocab_size=384,
+            hidden_size=args.hidden_size,
+            intermediate_size=2 * args.hidden_size,
+            num_hidden_layers=args.layers,
+            seed=args.seed,
+        ),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         results = {mode: run_mode(mode, model_path, args, Path(tmp)) for mode in ("sync", "async")}
     ratio = results["async"]["trajectories_per_s"] / results["sync"]["trajectories_per_s"]

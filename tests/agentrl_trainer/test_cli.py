@@ -35,3 +35,17 @@ def test_quickstart_trains_on_the_db_task_end_to_end(tmp_path: Path) -> None:
     assert summary["steps"] == 2 and "db" in summary["tasks"]
     assert summary["stale_dropped_groups"] == 0
     assert (out / "model.safetensors").is_file() and (out / "reward.png").is_file()
+
+
+@pytest.mark.slow
+def test_the_trl_style_example_script_runs_a_smoke_run(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).parents[2] / "examples" / "train_agentbench.py"
+    args = ["--model_name_or_path", "tiny", "--tasks", "db", "--task_split", "dev", "--max_steps", "1"]
+    args += ["--tiny_corpus_samples", "10", "--max_turns", "2", "--max_new_tokens_per_turn", "8"]
+    args += ["--report_to", "none", "--save_strategy", "no", "--output_dir", str(tmp_path / "run")]
+    result = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "run" / "model.safetensors").is_file()

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from agentrl_trainer.types import Group, Trajectory
 
-__all__ = ["is_success", "task_metrics", "staleness_metrics"]
+__all__ = ["diversity_metrics", "is_success", "staleness_metrics", "task_metrics"]
 
 
 def is_success(trajectory: Trajectory) -> bool:
@@ -53,3 +53,12 @@ def staleness_metrics(groups: list[Group], current_version: int, histogram: Coun
     turns = [s.lagged for g in groups for t in g.trajectories for s in t.segments if s.is_action]
     out["rollout/lagged_turn_fraction"] = sum(turns) / len(turns) if turns else 0.0
     return out
+
+
+def diversity_metrics(groups: list[Group]) -> dict[str, float]:
+    """Distinct action-token sequences per group (``rollout/distinct_actions_per_group``): GRPO's exploration."""
+    distinct = [
+        len({tuple(t for s in traj.segments if s.is_action for t in s.token_ids) for traj in g.trajectories})
+        for g in groups
+    ]
+    return {"rollout/distinct_actions_per_group": sum(distinct) / len(distinct) if distinct else 0.0}
