@@ -29,7 +29,7 @@ def test_unknown_keys_and_bad_overrides_are_usage_errors(tmp_path: Path, capsys:
 @pytest.mark.slow
 def test_quickstart_trains_on_the_db_task_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    code = main([str(QUICKSTART), "max_steps=2", f"output_dir={out}", "tiny_corpus_samples=10"])
+    code = main([str(QUICKSTART), "max_steps=2", "tasks=[db]", f"output_dir={out}", "tiny_corpus_samples=10"])
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 2 and "db" in summary["tasks"]

@@ -12,7 +12,7 @@ __all__ = [
     "Generation",
     "Group",
     "TokenSegment",
-    "Trajectory",
     "TrainingRow",
+    "Trajectory",
     "__version__",
 ]
