@@ -1,8 +1,9 @@
 """A learnable CPU suite for the learning bench: two one-turn copy tasks with different difficulty and reward scale.
 
-``say`` (reward 0 or 1): the user names a word, the answer must be that word. ``twice`` (reward 0 or 5): the
-answer must be the named word twice. A tiny model warm-started by SFT on *random* words (the answer format, not
-the mapping) answers right about one time in four; RL has to learn to read the word from the prompt.
+``say`` (reward 0 or 1): the answer must be the task's word (``red``). ``twice`` (reward 0 or 5): the answer
+must be the task's word twice (``blue blue``). The prompts name neither word. A tiny model warm-started by SFT
+on *random* words (the answer format, not which word) answers right about one time in four (``say``) or
+sixteen (``twice``); RL has to find and keep the rewarded answer of each task.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ WORDS = ["red", "blue", "green", "gold"]
 
 
 class SayEnv(ToolEnv):
-    """Answer with the word the user names (reward 1)."""
+    """Answer with the task's word (reward 1)."""
 
     task = "say"
     default_max_rounds = 1
     scale = 1.0
     repeat = 1
-    template = "Say {word}."
+    word = "red"
+    template = "Say a color ({n})."
 
     def _tool_schemas(self) -> list[dict[str, Any]]:
         return []
@@ -33,28 +35,31 @@ class SayEnv(ToolEnv):
     def num_samples(self) -> int:
         return len(WORDS)
 
-    def target(self, index: int) -> str:
-        return " ".join([WORDS[index]] * self.repeat)
+    @classmethod
+    def target(cls) -> str:
+        """The rewarded answer."""
+        return " ".join([cls.word] * cls.repeat)
 
     def _start(self, index: int) -> list[dict[str, Any]]:
-        return [system_message("Answer."), user_message(self.template.format(word=WORDS[index]))]
+        return [system_message("Answer."), user_message(self.template.format(n=index))]
 
     def _respond(self, message: AssistantMessage) -> Turn:
-        won = (message.content or "").strip() == self.target(self.index or 0)
+        won = (message.content or "").strip() == self.target()
         return Turn([], SampleStatus.COMPLETED, reward=self.scale * won)
 
 
 class TwiceEnv(SayEnv):
-    """Answer with the named word twice (reward 5)."""
+    """Answer with the task's word twice (reward 5)."""
 
     task = "twice"
     scale = 5.0
     repeat = 2
-    template = "Say {word} twice."
+    word = "blue"
+    template = "Say a color twice ({n})."
 
 
 ENVS = {"say": SayEnv, "twice": TwiceEnv}
-CORPUS = ["Answer.", *[t.template.format(word=w) for t in ENVS.values() for w in WORDS], *WORDS, "red blue"]
+CORPUS = ["Answer.", *[t.template.format(n=n) for t in ENVS.values() for n in range(len(WORDS))], *WORDS, "red blue"]
 
 
 def sft_warm_start(model: Any, tokenizer: Any, *, steps: int, seed: int, lr: float = 3e-3) -> None:
@@ -67,7 +72,7 @@ def sft_warm_start(model: Any, tokenizer: Any, *, steps: int, seed: int, lr: flo
         for _ in range(16):
             env = rng.choice(list(ENVS.values()))
             word = rng.choice(WORDS)
-            prompt = [system_message("Answer."), user_message(env.template.format(word=rng.choice(WORDS)))]
+            prompt = [system_message("Answer."), user_message(env.template.format(n=rng.randrange(len(WORDS))))]
             prompt_ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, return_dict=False)
             answer = tokenizer.encode(" ".join([word] * env.repeat)) + [tokenizer.eos_token_id]
             batch.append((list(prompt_ids), answer))

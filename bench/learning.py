@@ -1,11 +1,11 @@
 """It learns: mean reward per task before and after AgentRL training of a tiny model, over seeds, on CPU.
 
-Suite (``bench/_words.py``): ``say`` (reward 0/1: answer with the named word) and ``twice`` (reward 0/5:
-the word twice), which differ in difficulty and reward scale. Recipe per seed:
+Suite (``bench/_words.py``): ``say`` (reward 0/1: answer ``red``) and ``twice`` (reward 0/5: answer
+``blue blue``), which differ in difficulty and reward scale. Recipe per seed:
 
 1. build a tiny Qwen2 model and tokenizer locally;
 2. SFT warm start on *random* words: the model learns the answer format but not which word, so it starts
-   right about one time in four;
+   right about one time in four (``say``) or sixteen (``twice``);
 3. asynchronous AgentRL training (the default variant: task advantage normalization on, cross-policy
    sampling on), and the ablations: normalization off, cross-policy off;
 4. evaluate each task by sampling (temperature 1) before and after.
@@ -117,8 +117,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ",".join(VARIANTS))
-    parser.add_argument("--steps", type=int, default=30, help="RL optimizer steps per run")
-    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--steps", type=int, default=25, help="RL optimizer steps per run")
+    parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--sft-steps", type=int, default=60)
     parser.add_argument("--eval-episodes", type=int, default=16, help="episodes per sample in evaluation")
     args = parser.parse_args()
