@@ -53,7 +53,14 @@ TASKS: dict[str, TaskSpec] = {
             "agentrl_envs.tasks.db.oracle:DBOracle",
         ),
         TaskSpec("kg", "AgentBench/KG-v0", "kg", "kg", None),
-        TaskSpec("os", "AgentBench/OS-v0", "os", "os", None),
+        TaskSpec(
+            "os",
+            "AgentBench/OS-v0",
+            "os",
+            "os",
+            "agentrl_envs.tasks.os.env:OSEnv",
+            "agentrl_envs.tasks.os.oracle:OSOracle",
+        ),
         TaskSpec("webshop", "AgentBench/WebShop-v0", "webshop", "webshop", None),
     )
 }
