@@ -15,7 +15,11 @@ from agentrl_envs.tasks.os.env import OSEnv
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
     raw = json.dumps(arguments)
-    return {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": {"name": name, "arguments": raw}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "function": {"name": name, "arguments": raw}}],
+    }
 
 
 @pytest.fixture
@@ -45,7 +49,9 @@ def test_bash_output_cleaned_truncated_and_empty(env: OSEnv) -> None:
     assert out[0]["content"] == "The output of the OS:\n\nred\n"
     out, *_ = env.step(call("bash_action", script="seq 1000"))
     assert out[0]["content"].endswith("\n[truncated because the output is too long]")
-    assert len(out[0]["content"]) == len("The output of the OS:\n\n") + 780 + len("\n[truncated because the output is too long]")
+    assert len(out[0]["content"]) == len("The output of the OS:\n\n") + 780 + len(
+        "\n[truncated because the output is too long]"
+    )
     out, *_ = env.step(call("bash_action", script="true"))
     assert out[0]["content"] == "The output of the OS is empty."
     out, *_ = env.step(call("bash_action", script="printf '\\377\\376'"))
@@ -58,7 +64,10 @@ def test_bad_calls_are_answered_not_raised(env: OSEnv) -> None:
     assert out == [{"role": "user", "content": "No executable tool calls found. Please call a tool instead"}]
     out, *_ = env.step(call("rm_rf"))
     assert out[0]["content"] == "Invalid function call. Please call a tool instead"
-    bad_json = {"role": "assistant", "tool_calls": [{"id": "c2", "function": {"name": "bash_action", "arguments": "{"}}]}
+    bad_json = {
+        "role": "assistant",
+        "tool_calls": [{"id": "c2", "function": {"name": "bash_action", "arguments": "{"}}],
+    }
     out, *_ = env.step(bad_json)
     assert out[0]["content"].startswith("Expecting property name enclosed in double quotes")
     out, *_ = env.step(call("bash_action", command="ls"))

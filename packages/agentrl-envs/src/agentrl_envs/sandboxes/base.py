@@ -11,7 +11,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-__all__ = ["ExecResult", "Limits", "Sandbox", "SandboxBackend", "ShellResult"]
+__all__ = ["WORKDIR", "ExecResult", "Limits", "Sandbox", "SandboxBackend", "ShellResult"]
+
+WORKDIR = "/"
+"""Where the shell and independent processes start: upstream's images set no ``WORKDIR``, so ``docker exec``
+starts in ``/`` (a sample's init may write relative paths there and the agent's shell finds them in its cwd)."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
-from agentrl_envs.sandboxes.base import ExecResult, Limits, Sandbox, SandboxBackend, ShellResult
+from agentrl_envs.sandboxes.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxBackend, ShellResult
 from agentrl_envs.sandboxes.cgroup import Cgroup
 from agentrl_envs.sandboxes.pty import PtyChannel, open_pty
 from agentrl_envs.sandboxes.shell import ShellDriver
@@ -131,7 +131,7 @@ class BwrapSandbox(Sandbox):
             *_bwrap_restrictions(root),
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
             "--hostname", self.id,
-            "--chdir", "/root",
+            "--chdir", WORKDIR,
             "bash", "--login", "-i",
         ]  # fmt: skip
         procs = " ".join(str(p) for p in self._cgroup.procs_files)
@@ -220,7 +220,7 @@ class BwrapSandbox(Sandbox):
                 "nsenter", f"--mount=/proc/{monitor}/ns/mnt", f"--net=/proc/{shell}/ns/net", "--",
                 *_bwrap_restrictions(str(self._layer / "root")),
                 "--pidns", str(pidns), "--unshare-ipc", "--unshare-uts", "--hostname", self.id,
-                "--chdir", "/root", *argv,
+                "--chdir", WORKDIR, *argv,
             ]  # fmt: skip
             process = subprocess.Popen(
                 command,

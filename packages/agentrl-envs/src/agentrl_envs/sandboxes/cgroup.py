@@ -60,7 +60,11 @@ class Cgroup:
             BackendUnavailableError: If cgroups cannot be created here (not root, or no writable cgroupfs).
         """
         try:
-            return cls._create_v2(name, memory_mb, pids, cpus) if _unified() else cls._create_v1(name, memory_mb, pids, cpus)
+            return (
+                cls._create_v2(name, memory_mb, pids, cpus)
+                if _unified()
+                else cls._create_v1(name, memory_mb, pids, cpus)
+            )
         except OSError as e:
             raise BackendUnavailableError(
                 f"Cannot create a cgroup for the sandbox ({e}); the bwrap backend needs root and a writable "
@@ -126,7 +130,8 @@ class Cgroup:
             d = self.dirs["unified"]
             return CgroupCounters(_field(d / "pids.events", "max"), _field(d / "memory.events", "oom_kill"))
         return CgroupCounters(
-            _field(self.dirs["pids"] / "pids.events", "max"), _field(self.dirs["memory"] / "memory.oom_control", "oom_kill")
+            _field(self.dirs["pids"] / "pids.events", "max"),
+            _field(self.dirs["memory"] / "memory.oom_control", "oom_kill"),
         )
 
     def kill(self, *, spare: frozenset[int] = frozenset()) -> int:

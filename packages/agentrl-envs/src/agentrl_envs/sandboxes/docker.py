@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
-from agentrl_envs.sandboxes.base import ExecResult, Limits, Sandbox, SandboxBackend, ShellResult
+from agentrl_envs.sandboxes.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxBackend, ShellResult
 from agentrl_envs.sandboxes.cgroup import Cgroup, CgroupCounters
 from agentrl_envs.sandboxes.shell import ShellChannel, ShellDriver
 
@@ -102,7 +102,7 @@ class DockerSandbox(Sandbox):
     def _start_shell(self) -> None:
         api = self.client.api
         exec_id = api.exec_create(
-            self.container.id, ["bash", "--login", "-i"], stdin=True, tty=True, environment=_SHELL_ENV, workdir="/root"
+            self.container.id, ["bash", "--login", "-i"], stdin=True, tty=True, environment=_SHELL_ENV, workdir=WORKDIR
         )["Id"]
         sock = api.exec_start(exec_id, socket=True, tty=True)
         raw = getattr(sock, "_sock", sock)
@@ -156,7 +156,7 @@ class DockerSandbox(Sandbox):
         limit = timeout if timeout is not None else self.limits.command_timeout_s
         command = ["timeout", "-s", "KILL", f"{limit:g}", *argv]
         try:
-            code, (stdout, stderr) = self.container.exec_run(command, demux=True, workdir="/root", user="root")
+            code, (stdout, stderr) = self.container.exec_run(command, demux=True, workdir=WORKDIR, user="root")
         except Exception as e:
             raise InfraError(f"docker sandbox {self.container.short_id}: exec failed: {e}") from e
         return ExecResult(code, stdout or b"", stderr or b"", timed_out=code == 137)
@@ -270,7 +270,7 @@ class DockerBackend(SandboxBackend):
                 memswap_limit=f"{limits.memory_mb}m",
                 nano_cpus=int(limits.cpus * 1e9),
                 pids_limit=limits.pids,
-                working_dir="/root",
+                working_dir=WORKDIR,
                 user="root",
                 hostname=secrets.token_hex(6),
                 labels={LABEL: image},

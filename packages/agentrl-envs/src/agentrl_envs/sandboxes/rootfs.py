@@ -50,7 +50,9 @@ class RootfsRecipe:
 
     def base(self) -> RootfsRecipe:
         """The bare debootstrap recipe this one starts from (shared by recipes of the same suite)."""
-        return RootfsRecipe(f"{self.suite}-minbase", suite=self.suite, mirror=self.mirror, base_packages=self.base_packages)
+        return RootfsRecipe(
+            f"{self.suite}-minbase", suite=self.suite, mirror=self.mirror, base_packages=self.base_packages
+        )
 
     def digest(self) -> str:
         """A hash of everything that determines the result."""

@@ -1,4 +1,4 @@
-"""Driving a persistent interactive bash over a terminal: send a script, read its output, enforce the limit.
+r"""Driving a persistent interactive bash over a terminal: send a script, read its output, enforce the limit.
 
 The shell runs with its terminal's echo off and empty prompts, so what comes back is what the commands
 wrote. The end of a command is found by a sentinel: after the script, the driver sends a ``printf`` that

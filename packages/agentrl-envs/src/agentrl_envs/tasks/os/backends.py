@@ -13,7 +13,9 @@ __all__ = ["BACKENDS", "make_backend"]
 BACKENDS = ("bwrap", "docker")
 
 
-def make_backend(backend: str | SandboxBackend | None, *, limits: Limits | None = None, **options: object) -> SandboxBackend:
+def make_backend(
+    backend: str | SandboxBackend | None, *, limits: Limits | None = None, **options: object
+) -> SandboxBackend:
     """A backend instance from a name (``bwrap``, ``docker``) or an instance passed through.
 
     Args:

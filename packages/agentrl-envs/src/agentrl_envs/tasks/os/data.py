@@ -102,7 +102,9 @@ def _sample(item: dict[str, Any], script_dir: Path, where: str) -> OSSample:
         match = {"answer": match, "strip": True} if isinstance(match, str) else dict(match)
     elif "check" in evaluation:
         raw_check = evaluation["check"]
-        check = tuple(_script(s, script_dir, where) for s in (raw_check if isinstance(raw_check, list) else [raw_check]))
+        check = tuple(
+            _script(s, script_dir, where) for s in (raw_check if isinstance(raw_check, list) else [raw_check])
+        )
         if "example" in evaluation:
             example = _script(evaluation["example"], script_dir, where)
     else:

@@ -96,7 +96,12 @@ class OSEnv(ToolEnv):
         ignored = [tool_message(_EXTRA_CALL, other.id) for other in extra]
         checked = self.toolbox.check(call)
         if not checked.ok:
-            return Turn([tool_message(self._complaint(checked.error, checked.detail, call.function.arguments), call.id), *ignored])
+            return Turn(
+                [
+                    tool_message(self._complaint(checked.error, checked.detail, call.function.arguments), call.id),
+                    *ignored,
+                ]
+            )
         values = list(checked.arguments.values())
         if checked.name == "bash_action":
             return Turn([tool_message(self._bash(values[0]), call.id), *ignored])
