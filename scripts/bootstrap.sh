@@ -8,9 +8,13 @@ if ! command -v uv >/dev/null 2>&1; then
     python3 -m pip install --quiet uv
 fi
 
-# System packages that backends start themselves (MariaDB for the DB task's mariadb backend).
+# System packages that backends start themselves (MariaDB for the DB task's mariadb backend; bubblewrap,
+# debootstrap and Docker for the OS task's sandboxes).
 missing=()
 command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq
@@ -21,3 +25,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 uv sync --all-packages --all-extras --frozen --quiet
+
+# The OS task's bwrap root filesystems (debootstrap + apt, a few minutes once; cached under the cache dir,
+# rebuilt when their recipe changes, milliseconds when warm).
+if [ "$(id -u)" = 0 ] && command -v bwrap >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1; then
+    uv run --frozen python -m agentrl_envs.tasks.os.images
+fi

@@ -63,7 +63,8 @@ def test_fork_bomb_is_stopped_and_reported(backend: SandboxBackend) -> None:
         bomb = box.run_shell("bomb() { bomb | bomb & }; bomb; sleep 2")
         after = box.run_shell("echo alive")
     assert any("process limit" in note for note in bomb.notes)
-    assert after.output == b"alive\n"
+    # the shell works; bash may add its job-control notice about the killed background job ("[1]+ Killed ...")
+    assert after.output.startswith(b"alive\n")
     assert subprocess.run(["true"], check=False).returncode == 0  # the host can still fork
 
 

@@ -4,6 +4,10 @@ The shell runs with its terminal's echo off and empty prompts, so what comes bac
 wrote. The end of a command is found by a sentinel: after the script, the driver sends a ``printf`` that
 writes a random nonce between two ``\\x1e`` bytes; the command's output is everything before it. (Upstream
 instead waits for the next coloured prompt; a sentinel cannot be confused by output that looks like one.)
+A command that starts a nested shell (``su - alice``, ``bash``) brings that shell's own prompt back. The
+sentinel is therefore sent as two lines, each printing a nonce: what the shell prints between them is its
+current prompt, which is cut from the end of the command's output, and the second line empties ``PS1`` and
+``PS2`` so the nested shell is quiet from then on. Plain ``printf`` and assignments work in ``sh`` too.
 A command that runs past the limit gets Ctrl-C through the terminal; if that does not bring the shell back,
 the backend kills every process of the sandbox but the shell itself.
 """
@@ -24,7 +28,7 @@ _OUTPUT_CAP = 1 << 20
 """Bytes of command output kept (the task shows 800 characters; the rest is read and dropped)."""
 _SETUP = "stty -echo -onlcr 2>/dev/null; PS1=''; PS2=''; unset PROMPT_COMMAND; set +o history\n"
 _GRACE_S = 3.0
-_STALE_SENTINEL = re.compile(rb"\x1e[0-9a-f]{16}\x1e")
+_STALE_SENTINEL = re.compile(rb"\x1e[0-9a-f]{16}[ab]\x1e")
 
 
 class ShellChannel(ABC):
@@ -82,7 +86,7 @@ class ShellDriver:
         nonce = self._send_sentinel(script if script.endswith("\n") else script + "\n")
         output, found = self._read_until(nonce, time.monotonic() + timeout)
         if found:
-            return output, False
+            return self._cut_prompt(output, nonce), False
         # Ctrl-C reaches the foreground job through the terminal and also drops unread input, sentinel included.
         self.channel.send(b"\x03")
         time.sleep(0.05)
@@ -108,8 +112,18 @@ class ShellDriver:
     def _send_sentinel(self, before: str) -> bytes:
         nonce = secrets.token_hex(8)
         # The escapes are written as text, so an echoed command line can never contain the sentinel bytes.
-        self.channel.send(before.encode("utf-8", "surrogateescape") + f"printf '\\036{nonce}\\036'\n".encode())
-        return b"\x1e" + nonce.encode() + b"\x1e"
+        sentinel = f"printf '\\036{nonce}a\\036'\nprintf '\\036{nonce}b\\036'; PS1=''; PS2=''\n"
+        self.channel.send(before.encode("utf-8", "surrogateescape") + sentinel.encode())
+        return b"\x1e" + nonce.encode() + b"b\x1e"
+
+    @staticmethod
+    def _cut_prompt(output: bytes, sentinel: bytes) -> bytes:
+        """Drop the first sentinel, and the prompt printed between the two, from the end of ``output``."""
+        first = sentinel[:-2] + b"a\x1e"
+        head, found, prompt = output.rpartition(first)
+        if not found:  # the command read the first sentinel line as its input
+            return output
+        return head[: -len(prompt)] if prompt and head.endswith(prompt) else head
 
     def _read_until(self, sentinel: bytes, deadline: float) -> tuple[bytes, bool]:
         """Read until ``sentinel``: the output before it (capped) and whether it came before ``deadline``."""
