@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 __all__ = ["WORKDIR", "ExecResult", "Limits", "Sandbox", "SandboxBackend", "ShellResult"]
 
-WORKDIR = "/"
-"""Where the shell and independent processes start: upstream's images set no ``WORKDIR``, so ``docker exec``
-starts in ``/`` (a sample's init may write relative paths there and the agent's shell finds them in its cwd)."""
+WORKDIR = "/root"
+"""Where the shell and independent processes start (upstream's containers are created with ``WorkingDir: /root``)."""
 
 
 @dataclass(frozen=True)

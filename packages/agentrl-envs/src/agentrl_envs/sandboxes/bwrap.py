@@ -59,6 +59,8 @@ _ENV = {
     "LANG": "C.UTF-8",
 }
 _TOOLS = ("bwrap", "unshare", "nsenter", "setsid")
+_EXEC_OUTPUT_CAP = 16 << 20
+"""Bytes of an independent process's stdout or stderr kept."""
 # Joins the cgroup, mounts the writable layer and the overlay in the private mount namespace, then runs bwrap.
 _WRAPPER = r"""
 set -eu
@@ -205,7 +207,12 @@ class BwrapSandbox(Sandbox):
         return self._cgroup.kill(spare=frozenset(self._chain))
 
     def exec(self, argv: list[str], *, timeout: float | None = None) -> ExecResult:
-        """Run ``argv`` as root in the sandbox's filesystem, network and pid namespaces."""
+        """Run ``argv`` as root in the sandbox's filesystem, network, ipc, uts and pid namespaces.
+
+        Returns when ``argv``'s process exits, as ``docker exec`` does: processes it started in the background
+        keep running in the sandbox (an init script's ``sleep 1000 &`` is part of the task's setup), so the
+        output goes to files rather than pipes those processes would hold open.
+        """
         if not self.alive or self._layer is None or self._cgroup is None:
             raise InfraError(f"bwrap sandbox {self.id}: the sandbox is not running.")
         monitor, _, shell = self._chain
@@ -214,33 +221,36 @@ class BwrapSandbox(Sandbox):
             pidns = os.open(f"/proc/{shell}/ns/pid", os.O_RDONLY)
         except OSError as e:
             raise InfraError(f"bwrap sandbox {self.id}: the shell is gone ({e}).") from e
-        try:
-            command = [
-                "sh", "-c", _JOIN, "sh", " ".join(str(p) for p in self._cgroup.procs_files),
-                "nsenter", f"--mount=/proc/{monitor}/ns/mnt", f"--net=/proc/{shell}/ns/net", "--",
-                *_bwrap_restrictions(str(self._layer / "root")),
-                "--pidns", str(pidns), "--unshare-ipc", "--unshare-uts", "--hostname", self.id,
-                "--chdir", WORKDIR, *argv,
-            ]  # fmt: skip
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=_ENV,
-                pass_fds=(pidns,),
-                start_new_session=True,
-            )
-        finally:
-            os.close(pidns)
-        try:
-            stdout, stderr = process.communicate(timeout=limit)
-            return ExecResult(process.returncode, stdout, stderr)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            stdout, stderr = process.communicate()
-            return ExecResult(-signal.SIGKILL, stdout, stderr, timed_out=True)
+        namespaces = [f"--{kind}=/proc/{shell}/ns/{kind}" for kind in ("net", "ipc", "uts")]
+        command = [
+            "sh", "-c", _JOIN, "sh", " ".join(str(p) for p in self._cgroup.procs_files),
+            "nsenter", f"--mount=/proc/{monitor}/ns/mnt", *namespaces, "--",
+            *_bwrap_restrictions(str(self._layer / "root")),
+            "--pidns", str(pidns), "--chdir", WORKDIR, *argv,
+        ]  # fmt: skip
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            try:
+                process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    env=_ENV,
+                    pass_fds=(pidns,),
+                    start_new_session=True,
+                )
+            finally:
+                os.close(pidns)
+            try:
+                code, timed_out = process.wait(timeout=limit), False
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                code, timed_out = -signal.SIGKILL, True
+            out.seek(0)
+            err.seek(0)
+            return ExecResult(code, out.read(_EXEC_OUTPUT_CAP), err.read(_EXEC_OUTPUT_CAP), timed_out=timed_out)
 
     def close(self) -> None:
         """Kill the sandbox's processes and remove its cgroup and temporary directory."""

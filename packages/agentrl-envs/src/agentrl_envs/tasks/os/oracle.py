@@ -1,9 +1,10 @@
 """The OS task's oracle: plays each sample's gold solution through the environment.
 
-``match`` samples: answer the gold string. ``check`` samples whose chain compares against the ``example``
-script's output: run the example as the bash action, then answer with what it printed. Other ``check``
-samples (the checks verify the system's state): run the example, which performs the operation, then
-finish.
+``match`` samples: answer the gold string. ``check`` samples: run the ``example`` script as the bash action
+(its stderr dropped, since the check chain sees only the example's stdout while the terminal shows both),
+then answer with what it printed. Where the checks verify the system's state rather than the answer, the
+example has performed the operation and the answer is ignored (``finish_action`` would commit its
+``thought`` the same way).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class OSOracle(Oracle):
         self._ran_example = False
 
     def act(self, observation: list[Message]) -> Message:
-        """Run the example first when there is one, then answer or finish."""
+        """Run the example first when there is one, then answer."""
         sample = self.sample
         if sample is None:
             raise DataError("Call begin(index) before act().")
@@ -48,10 +49,8 @@ class OSOracle(Oracle):
             self._ran_example = True
             if sample.example.language != "bash":
                 raise DataError(f"The oracle plays bash examples only, not {sample.example.language!r}.")
-            return _call("bash_action", script=sample.example.code)
-        if sample.check is not None and None in sample.check:
-            return _call("answer_action", answer=self._output(observation))
-        return _call("finish_action", thought="The operation has been performed.")
+            return _call("bash_action", script=f"{{\n{sample.example.code}\n}} 2>/dev/null")
+        return _call("answer_action", answer=self._output(observation))
 
     def _output(self, observation: list[Message]) -> str:
         """The example's output, read back from the tool message."""
