@@ -83,6 +83,10 @@ class Sandbox(ABC):
         """
 
     @abstractmethod
+    def settle(self) -> None:
+        """Wait (briefly, bounded) until processes left running in the background stop changing."""
+
+    @abstractmethod
     def close(self) -> None:
         """Stop every process of the sandbox and remove everything it created (idempotent)."""
 

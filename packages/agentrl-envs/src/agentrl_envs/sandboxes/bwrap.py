@@ -252,6 +252,11 @@ class BwrapSandbox(Sandbox):
             err.seek(0)
             return ExecResult(code, out.read(_EXEC_OUTPUT_CAP), err.read(_EXEC_OUTPUT_CAP), timed_out=timed_out)
 
+    def settle(self) -> None:
+        """Wait until the sandbox's background processes stop changing (see :meth:`Cgroup.settle`)."""
+        if self._cgroup is not None:
+            self._cgroup.settle(ignore=frozenset(self._chain))
+
     def close(self) -> None:
         """Kill the sandbox's processes and remove its cgroup and temporary directory."""
         if self._driver is not None:

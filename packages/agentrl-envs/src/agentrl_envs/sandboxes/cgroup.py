@@ -124,6 +124,35 @@ class Cgroup:
         except OSError:
             return set()
 
+    def settle(self, *, ignore: frozenset[int] = frozenset(), quiet_s: float = 0.2, limit_s: float = 2.0) -> None:
+        """Wait until the cgroup's processes stop changing (which pids, their names and uids) for ``quiet_s``.
+
+        Background work a setup script left behind (``sudo -u bob sleep 1000 &``) needs a moment to reach
+        its final state; upstream's agent only acts seconds after setup, so the sandbox should look settled.
+        Gives up after ``limit_s`` (a busy loop never settles; that is the task's business). Returns at once
+        when nothing but the ``ignore`` d processes (the sandbox's own) is running.
+        """
+        deadline = time.monotonic() + limit_s
+        last, since = self._snapshot(ignore), time.monotonic()
+        while last and time.monotonic() < deadline and time.monotonic() - since < quiet_s:
+            time.sleep(0.02)
+            now = self._snapshot(ignore)
+            if now != last:
+                last, since = now, time.monotonic()
+
+    def _snapshot(self, ignore: frozenset[int]) -> frozenset[tuple[int, str, str]]:
+        """``(pid, name, real uid)`` of each process in the cgroup but ``ignore``."""
+        entries = set()
+        for pid in self.pids() - ignore:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            uid = (fields.get("Uid", "").split() or [""])[0]
+            entries.add((pid, fields.get("Name", "").strip(), uid))
+        return frozenset(entries)
+
     def counters(self) -> CgroupCounters:
         """How often the process limit was hit and how many processes the OOM killer took."""
         if "unified" in self.dirs:

@@ -161,6 +161,11 @@ class DockerSandbox(Sandbox):
             raise InfraError(f"docker sandbox {self.container.short_id}: exec failed: {e}") from e
         return ExecResult(code, stdout or b"", stderr or b"", timed_out=code == 137)
 
+    def settle(self) -> None:
+        """Wait until the container's background processes stop changing (see :meth:`Cgroup.settle`)."""
+        if self._cgroup is not None:
+            self._cgroup.settle(ignore=frozenset({self._init_pid, self._shell_pid}))
+
     def close(self) -> None:
         """Close the shell and remove the container."""
         if self._driver is not None:

@@ -88,6 +88,8 @@ class OSEnv(ToolEnv):
                 # so a failing one is logged, not an error.
                 detail = (result.stderr or result.stdout).decode("utf-8", errors="replace")[-300:]
                 logger.info("os sample %d: init script %d exited %d: %s", index, number, result.exit_code, detail)
+        if sample.init:
+            self.sandbox.settle()  # upstream's agent acts seconds after init; let its background work finish
         if sample.start is not None:
             self.sandbox.run_shell(sample.start.code)
         return [
