@@ -62,7 +62,8 @@ def _backend(name: str, request: pytest.FixtureRequest) -> SandboxBackend:
 @pytest.mark.parametrize("name", ["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
 def test_hundred_episodes_leave_nothing_behind(name: str, request: pytest.FixtureRequest) -> None:
     before = _leftovers()
-    env = OSEnv(split="test", backend=_backend(name, request))  # the env owns (and closes) this backend
+    backend = _backend(name, request)
+    env = OSEnv(split="test", backend=backend)
     try:
         for episode in range(EPISODES):
             env.reset(options={"index": episode % 10})
@@ -76,4 +77,5 @@ def test_hundred_episodes_leave_nothing_behind(name: str, request: pytest.Fixtur
             assert terminated and info["infra_error"] is False
     finally:
         env.close()
+        backend.close()  # a backend passed in belongs to the caller (a docker one holds a warm pool)
     assert _leftovers() == before
