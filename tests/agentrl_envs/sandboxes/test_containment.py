@@ -105,3 +105,11 @@ def test_close_is_idempotent_and_leaves_no_temp_dirs(bwrap_backend: SandboxBacke
     box.close()
     box.close()
     assert not [p for p in Path("/tmp").glob("agentrl-bwrap-*") if os.path.isdir(p)]
+
+
+def test_exec_returns_while_its_background_children_run(backend: SandboxBackend) -> None:
+    with backend.open("default") as box:
+        started = box.exec(["bash", "-c", "sleep 1000 & echo started"])
+        seen = box.run_shell("pgrep -fx 'sleep 1000' | wc -l")
+    assert started.exit_code == 0 and started.stdout == b"started\n" and not started.timed_out
+    assert seen.output == b"1\n"
