@@ -23,7 +23,7 @@ def docker_engine() -> Iterator[None]:
     """A running Docker engine with the OS images built (started here if needed, stopped at the end)."""
     started = subprocess.run([REPO / "scripts/dockerd.sh", "start"], capture_output=True, text=True, check=True)
     try:
-        subprocess.run([REPO / "env_images/os/build", "default"], check=True, capture_output=True)
+        subprocess.run([REPO / "env_images/os/build"], check=True, capture_output=True)  # all three, reused when built
         yield
     finally:
         if started.stdout.strip() == "started":
