@@ -36,12 +36,14 @@ from agentrl_envs.sandboxes.cgroup import Cgroup
 from agentrl_envs.sandboxes.pty import PtyChannel, open_pty
 from agentrl_envs.sandboxes.shell import ShellDriver
 
-__all__ = ["BwrapBackend", "BwrapSandbox", "TEMP_PREFIX"]
+__all__ = ["OWNER_FILE", "TEMP_PREFIX", "BwrapBackend", "BwrapSandbox"]
 
 logger = logging.getLogger(__name__)
 
 TEMP_PREFIX = "agentrl-bwrap-"
-"""Prefix of each sandbox's temporary directory (the mount point of its writable layer)."""
+"""Prefix of each sandbox's temporary directory (the mount point of its writable layer): ``<prefix><id>-*``."""
+OWNER_FILE = "owner.pid"
+"""File in the temporary directory holding the pid of the process that owns the sandbox."""
 
 # Docker's default capability set, minus the network ones a sandbox without network has no use for.
 _CAPS = (
@@ -127,7 +129,10 @@ class BwrapSandbox(Sandbox):
     def _start(self, rootfs: Path) -> None:
         limits = self.limits
         self._cgroup = Cgroup.create(self.id, memory_mb=limits.memory_mb, pids=limits.pids, cpus=limits.cpus)
-        self._layer = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+        self._layer = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{self.id}-"))
+        # Seen from the host only (the layer is mounted over it in the sandbox's private namespace): lets
+        # sweep_leftovers() tell a crashed owner's directory from a live one.
+        (self._layer / OWNER_FILE).write_text(str(os.getpid()))
         root = str(self._layer / "root")
         shell = [
             *_bwrap_restrictions(root),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
 
-__all__ = ["Cgroup", "CgroupCounters", "cgroup_leftovers"]
+__all__ = ["PREFIX", "Cgroup", "CgroupCounters", "cgroup_leftovers", "leftover_groups"]
 
 _ROOT = Path("/sys/fs/cgroup")
 _V1_CONTROLLERS = ("memory", "pids", "cpu", "freezer")
@@ -224,6 +224,16 @@ def cgroup_leftovers() -> list[Path]:
     else:
         roots = [_ROOT / c / _own_path(c) for c in _V1_CONTROLLERS]
     return sorted(p for root in roots if root.is_dir() for p in root.glob(f"{PREFIX}*"))
+
+
+def leftover_groups() -> dict[str, Cgroup]:
+    """Sandbox cgroups that still exist, by sandbox id (for sweeping)."""
+    groups: dict[str, dict[str, Path]] = {}
+    unified = _unified()
+    for path in cgroup_leftovers():
+        controller = "unified" if unified else path.relative_to(_ROOT).parts[0]
+        groups.setdefault(path.name[len(PREFIX) :], {})[controller] = path
+    return {sandbox_id: Cgroup(dirs) for sandbox_id, dirs in groups.items()}
 
 
 def _write(path: Path, value: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import secrets
 import select
 import socket
@@ -26,13 +27,20 @@ from agentrl_envs.sandboxes.base import WORKDIR, ExecResult, Limits, Sandbox, Sa
 from agentrl_envs.sandboxes.cgroup import Cgroup, CgroupCounters
 from agentrl_envs.sandboxes.shell import ShellChannel, ShellDriver
 
-__all__ = ["LABEL", "DockerBackend", "DockerSandbox"]
+__all__ = ["LABEL", "OWNER_LABEL", "DockerBackend", "DockerSandbox", "owner"]
 
 logger = logging.getLogger(__name__)
 
 LABEL = "agentrl.sandbox"
-"""Label on every container this backend starts (used to find leftovers)."""
+"""Label on every container this backend starts, valued with its image name (used to find leftovers)."""
+OWNER_LABEL = "agentrl.owner"
+"""Label naming the process that started the container: ``<hostname>:<pid>``."""
 _SHELL_ENV = {"TERM": "dumb", "HOME": "/root", "USER": "root", "LANG": "C.UTF-8"}
+
+
+def owner() -> str:
+    """The :data:`OWNER_LABEL` value of this process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _client() -> Any:
@@ -278,7 +286,7 @@ class DockerBackend(SandboxBackend):
                 working_dir=WORKDIR,
                 user="root",
                 hostname=secrets.token_hex(6),
-                labels={LABEL: image},
+                labels={LABEL: image, OWNER_LABEL: owner()},
             )
         except docker.errors.ImageNotFound as e:
             raise BackendUnavailableError(f"Docker image {tag} is missing; build it with env_images/os/build.") from e
