@@ -27,6 +27,8 @@ from agentrl_envs.core.registry import TASKS
 # Option sets each task is measured with: a label and the kwargs given to both the env and the oracle.
 VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "db": [("sqlite", {"backend": "sqlite"}), ("mariadb", {"backend": "mariadb"})],
+    "webshop": [("generated", {"backend": "generated"})],
+    "kg": [("inprocess", {"backend": "inprocess"}), ("virtuoso", {"backend": "virtuoso"})],
     "os": [("bwrap", {"backend": "bwrap"}), ("docker", {"backend": "docker"})],
 }
 

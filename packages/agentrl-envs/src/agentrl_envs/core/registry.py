@@ -52,7 +52,14 @@ TASKS: dict[str, TaskSpec] = {
             "agentrl_envs.tasks.db.env:DBEnv",
             "agentrl_envs.tasks.db.oracle:DBOracle",
         ),
-        TaskSpec("kg", "AgentBench/KG-v0", "kg", "kg", None),
+        TaskSpec(
+            "kg",
+            "AgentBench/KG-v0",
+            "kg",
+            "kg",
+            "agentrl_envs.tasks.kg.env:KGEnv",
+            "agentrl_envs.tasks.kg.oracle:KGOracle",
+        ),
         TaskSpec(
             "os",
             "AgentBench/OS-v0",
@@ -61,7 +68,14 @@ TASKS: dict[str, TaskSpec] = {
             "agentrl_envs.tasks.os.env:OSEnv",
             "agentrl_envs.tasks.os.oracle:OSOracle",
         ),
-        TaskSpec("webshop", "AgentBench/WebShop-v0", "webshop", "webshop", None),
+        TaskSpec(
+            "webshop",
+            "AgentBench/WebShop-v0",
+            "webshop",
+            "webshop",
+            "agentrl_envs.tasks.webshop.env:WebShopEnv",
+            "agentrl_envs.tasks.webshop.oracle:WebShopOracle",
+        ),
     )
 }
 
