@@ -60,7 +60,14 @@ TASKS: dict[str, TaskSpec] = {
             "agentrl_envs.tasks.kg.env:KGEnv",
             "agentrl_envs.tasks.kg.oracle:KGOracle",
         ),
-        TaskSpec("os", "AgentBench/OS-v0", "os", "os", None),
+        TaskSpec(
+            "os",
+            "AgentBench/OS-v0",
+            "os",
+            "os",
+            "agentrl_envs.tasks.os.env:OSEnv",
+            "agentrl_envs.tasks.os.oracle:OSOracle",
+        ),
         TaskSpec(
             "webshop",
             "AgentBench/WebShop-v0",
