@@ -1,0 +1,100 @@
+"""HTTP client for one worker, speaking the worker side of the AgentRL API (as ``agentrl-worker`` serves it).
+
+Local workers listen on a Unix socket, remote ones on TCP; both are the same API. Transport failures and
+error answers become :class:`~agentrl_controller.errors.WorkerError` with the worker's status code, so the
+caller can tell "the worker refused" (a code) from "the worker is gone" (none).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from agentrl_controller.errors import WorkerError
+
+__all__ = ["WorkerClient"]
+
+
+class WorkerClient:
+    """Pooled connections to one worker's ``.../api`` base URL."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        uds: str | None = None,
+        max_connections: int = 256,
+        read_timeout_s: float | None = None,
+    ) -> None:
+        """Open a connection pool.
+
+        Args:
+            address: The worker's API base URL, e.g. ``http://127.0.0.1:5021/api``.
+            uds: A Unix socket path to connect through instead of TCP (local workers).
+            max_connections: Pool size; sessions beyond it wait for a connection.
+            read_timeout_s: ``None`` waits as long as the task takes, as upstream's controller does.
+        """
+        self.address = address.rstrip("/")
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        transport = httpx.AsyncHTTPTransport(uds=uds, limits=limits, retries=0) if uds else None
+        self._client = httpx.AsyncClient(
+            base_url=self.address + "/",
+            transport=transport,
+            limits=limits,
+            timeout=httpx.Timeout(read_timeout_s, connect=5.0),
+            trust_env=False,
+        )
+
+    async def start_sample(self, session_id: int, index: int | str, custom_task: dict[str, Any] | None) -> Any:
+        """Start a session on the worker; the answer is the flat first observation."""
+        body = {"index": index, "custom_task": custom_task, "session_id": session_id}
+        return await self._post("start_sample", body)
+
+    async def interact(self, session_id: int, messages: list[dict[str, Any]]) -> Any:
+        """Send the agent's messages; the answer is ``{"session_id": N, "env_out": {...}}``."""
+        return await self._post("interact", {"session_id": session_id, "messages": messages})
+
+    async def cancel(self, session_id: int) -> Any:
+        """Stop a session and wait until the worker has released it."""
+        return await self._post("cancel", {"session_id": session_id})
+
+    async def get_indices(self) -> list[int | str]:
+        """The worker's sample indices."""
+        return await self._request("GET", "get_indices")
+
+    async def worker_status(self) -> Any:
+        """``{"concurrency": C, "current": N}``."""
+        return await self._request("GET", "worker_status")
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+    async def _post(self, path: str, body: dict[str, Any]) -> Any:
+        return await self._request("POST", path, json=body)
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = await self._client.request(method, path, **kwargs)
+        except httpx.HTTPError as e:
+            raise WorkerError(f"worker {self.address} unreachable on {path}: {type(e).__name__}: {e}") from e
+        if response.status_code != 200:
+            raise WorkerError(
+                f"worker {self.address} answered {response.status_code} on {path}: {_detail(response)}",
+                status_code=response.status_code,
+            )
+        try:
+            return response.json()
+        except ValueError as e:
+            raise WorkerError(f"worker {self.address} sent invalid JSON on {path}: {e}") from e
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text[:500]
+    if isinstance(data, dict):
+        return str(data.get("detail") or data.get("error") or data)[:500]
+    return str(data)[:500]
