@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
+import yaml
 
 from agentrl_controller.api.app import create_app
 from agentrl_controller.config import ControllerConfig, TaskConfig
@@ -81,3 +89,61 @@ async def shared() -> AsyncIterator[tuple[Controller, httpx.AsyncClient]]:
     )
     async with running(config) as pair:
         yield pair
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """A real ``agentrl-controller serve`` process."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    """Base URL including ``/api``."""
+    log: Path
+
+
+def start_server(tmp_path: Path, tasks: list[TaskConfig], **settings: Any) -> Server:
+    """Run the CLI with a YAML config and wait until ``/healthz`` answers."""
+    port = free_port()
+    config = {"tasks": [t.model_dump() for t in tasks], **settings}
+    config_path = tmp_path / "controller.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    log = tmp_path / "controller.log"
+    command = [sys.executable, "-m", "agentrl_controller.cli", "serve", "--config", str(config_path)]
+    with log.open("wb") as out:
+        process = subprocess.Popen([*command, "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
+    server = Server(process, f"http://127.0.0.1:{port}/api", log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log.read_text()
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"controller did not come up: {log.read_text()}")
+
+
+def stop_server(server: Server) -> None:
+    if server.process.poll() is None:
+        server.process.send_signal(signal.SIGTERM)
+        try:
+            server.process.wait(30)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A real controller serving the toy and no-op tasks, for a whole module."""
+    tasks = [toy_task(lazy=False), noop_task(lazy=False)]
+    server = start_server(tmp_path_factory.mktemp("controller"), tasks)
+    yield server
+    stop_server(server)

@@ -152,6 +152,9 @@ async def test_idle_sessions_expire(shared, monkeypatch) -> None:
     await asyncio.sleep(0.4)
     assert sid in controller.sessions.sessions
     await until(lambda: sid not in controller.sessions.sessions, timeout_s=2.0)
+    final = await interact(client, sid, call("echo", '{"text": "a"}'))  # the ending is told once
+    assert final.status_code == 200 and final.json()["status"] == "cancelled" and final.json()["finish"] is True
+    assert "idle" in final.json()["metrics"]["reason"]
     assert (await interact(client, sid, call("echo", '{"text": "a"}'))).status_code == 409
 
 

@@ -62,6 +62,8 @@ class SessionManager:
         self.metrics = metrics
         self.sessions: dict[int, Session] = {}
         self._finished: OrderedDict[int, str] = OrderedDict()
+        self._undelivered: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        """Final observations of sessions the controller ended (lost worker, idle), owed to the next interact."""
         self._memory = memory
         # Ids keep growing across restarts, so an old id never names a new session on a long-lived worker.
         self._ids = itertools.count(int(time.time() * 1000) * 1000)
@@ -102,7 +104,14 @@ class SessionManager:
         raise BadRequestError(f"Could not start a session of task {task!r} after {_START_ATTEMPTS} tries: {last_error}")
 
     async def interact(self, session_id: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """Send the agent's messages to the session's worker; returns the flat observation."""
+        """Send the agent's messages to the session's worker; returns the flat observation.
+
+        A session the controller ended meanwhile (its worker was lost, it sat idle too long) answers its
+        final observation once, so the client records ``task error``/``cancelled`` rather than a failed call.
+        """
+        final = self._undelivered.pop(session_id, None)
+        if final is not None:
+            return final
         session = self._get(session_id)
         if session.busy:
             raise SessionStateError(f"Session {session_id} is already processing a request; wait for its answer.")
@@ -149,7 +158,8 @@ class SessionManager:
         idle = [s for s in self.sessions.values() if not s.busy and now - s.last_active > ttl_s]
         for session in idle:
             logger.info("session %s idle for %.0f s: cancelling", session.session_id, now - session.last_active)
-            self._end(session, SampleStatus.CANCELLED.value, reason=f"idle for more than {ttl_s:g} s", release=False)
+            reason = f"idle for more than {ttl_s:g} s"
+            self._end(session, SampleStatus.CANCELLED.value, reason=reason, release=False, deliver=True)
             self._spawn(self._cancel_on_worker(session))
         return len(idle)
 
@@ -215,8 +225,16 @@ class SessionManager:
         assert session.final is not None
         return dict(session.final)
 
-    def _end(self, session: Session, status: str, *, reason: str | None, release: bool) -> None:
-        """Mark a session ended; ``release`` gives its slot back now (otherwise after the worker cancel)."""
+    def _end(self, session: Session, status: str, *, reason: str | None, release: bool, deliver: bool = False) -> None:
+        """Mark a session ended.
+
+        Args:
+            session: The session.
+            status: Its final status.
+            reason: Why the controller ended it (``None`` when the worker finished it).
+            release: Give its slot back now (otherwise after the worker-side cancel).
+            deliver: Keep the final observation for the client's next interact.
+        """
         if self.sessions.pop(session.session_id, None) is None:
             return
         session.status = status
@@ -232,6 +250,10 @@ class SessionManager:
                 "reward": 0.0,
                 "metrics": {"infra_error": infra_error, "error": reason} if infra_error else {"reason": reason},
             }
+            if deliver and not session.busy:
+                self._undelivered[session.session_id] = session.final
+                while len(self._undelivered) > self._memory:
+                    self._undelivered.popitem(last=False)
         session.ending.set()
         self.metrics.sessions_finished.labels(session.task, status).inc()
         self.metrics.sessions_active.labels(session.task).dec()
@@ -268,7 +290,8 @@ class SessionManager:
     def _worker_lost(self, worker: Worker, reason: str) -> None:
         self.metrics.workers_lost.labels(worker.task).inc()
         for session in [s for s in self.sessions.values() if s.worker is worker]:
-            self._end(session, SampleStatus.TASK_ERROR.value, reason=f"worker lost: {reason}", release=True)
+            error = f"worker lost: {reason}"
+            self._end(session, SampleStatus.TASK_ERROR.value, reason=error, release=True, deliver=True)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
