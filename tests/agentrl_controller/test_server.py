@@ -57,3 +57,31 @@ def test_workers_exit_when_the_controller_is_killed(tmp_path) -> None:
     while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in pids)
+
+
+def test_remote_env_plays_an_episode(server) -> None:
+    from agentrl_envs.client import RemoteEnv
+
+    env = RemoteEnv("toy-std", controller_url=server.url)
+    messages, info = env.reset(options={"index": 3})
+    assert messages[0]["role"] == "system" and {t["function"]["name"] for t in info["tools"]} == {"echo", "answer"}
+    messages, reward, terminated, truncated, info = env.step(call("echo", '{"text": "x"}'))
+    assert messages[0]["content"] == "x" and not terminated and info["status"] == "running"
+    _, reward, terminated, truncated, info = env.step(call("answer", '{"value": 3}'))
+    assert (reward, terminated, truncated, info["status"], info["infra_error"]) == (1.0, True, False, "completed", False)
+    env.close()
+
+
+async def test_remote_env_async_episodes_run_concurrently(server) -> None:
+    import asyncio
+
+    from agentrl_envs.client import RemoteEnv
+
+    async def episode(index: int) -> float:
+        env = RemoteEnv("toy", controller_url=server.url)
+        await env.areset(options={"index": index})
+        _, reward, *_ = await env.astep(call("answer", f'{{"value": {index}}}'))
+        await env.aclose()
+        return reward
+
+    assert await asyncio.gather(*(episode(i % 5) for i in range(16))) == [1.0] * 16
