@@ -68,7 +68,13 @@ def test_remote_env_plays_an_episode(server) -> None:
     messages, reward, terminated, truncated, info = env.step(call("echo", '{"text": "x"}'))
     assert messages[0]["content"] == "x" and not terminated and info["status"] == "running"
     _, reward, terminated, truncated, info = env.step(call("answer", '{"value": 3}'))
-    assert (reward, terminated, truncated, info["status"], info["infra_error"]) == (1.0, True, False, "completed", False)
+    assert (reward, terminated, truncated, info["status"], info["infra_error"]) == (
+        1.0,
+        True,
+        False,
+        "completed",
+        False,
+    )
     env.close()
 
 
