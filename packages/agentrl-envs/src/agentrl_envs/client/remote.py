@@ -147,6 +147,12 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         )
         return self._stepped(data)
 
+    def num_samples(self) -> int:
+        """How many samples the controller lists for this task (indices ``0..n-1`` for AgentBench tasks)."""
+        if self._indices is None:
+            self._indices = self._call(lambda: self._client.get("get_indices", params={"name": self.name}))[0]
+        return len(self._indices)
+
     def close(self) -> None:
         """Cancel an open episode and close the connections."""
         try:
