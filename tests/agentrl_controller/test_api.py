@@ -74,9 +74,11 @@ async def test_bad_requests_get_json_4xx(shared) -> None:
         await client.get("no_such_route"),
         await client.get("start_sample"),
         await client.post("receive_heartbeat", json={"name": "x", "address": "ftp://a", "concurrency": 1}),
+        await client.post("receive_heartbeat", json={"name": "x", "address": "http://[::1", "concurrency": 1}),
+        await client.post("receive_heartbeat", json={"name": "x", "address": "http://a\x0f/api", "concurrency": 1}),
     ]
     codes = [r.status_code for r in cases]
-    assert codes == [422, 422, 400, 400, 400, 400, 400, 422, 404, 404, 400, 404, 405, 400]
+    assert codes == [422, 422, 400, 400, 400, 400, 400, 422, 404, 404, 400, 404, 405, 400, 400, 400]
     for response in cases:
         assert response.headers["content-type"] == "application/json"
         assert isinstance(response.json()["error"], str)

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from agentrl_controller.api.models import HeartbeatRequest, SessionInfo, WorkerInfo
 from agentrl_controller.config import ControllerConfig
 from agentrl_controller.errors import BadRequestError, NotFoundError
@@ -121,8 +123,7 @@ class Controller:
         """Register or refresh a remote worker; returns its worker id."""
         if not self.config.accept_remote_workers:
             raise BadRequestError("This controller does not accept remote workers (accept_remote_workers: false).")
-        if not beat.address.startswith(("http://", "https://")):
-            raise BadRequestError(f"Worker address must be an http(s) URL, got {beat.address!r}.")
+        _check_worker_address(beat.address)
         worker = self.pool.find_remote(beat.name, beat.address)
         if worker is not None:
             worker.last_seen = time.monotonic()
@@ -208,3 +209,18 @@ class Controller:
                     await worker.client.aclose()
             except Exception:  # the loop must survive a bug in one sweep
                 logger.exception("controller upkeep failed")
+
+
+def _check_worker_address(address: str) -> None:
+    """A worker's ``address`` must be an http(s) URL with a host (and a valid port, if any).
+
+    Raises:
+        BadRequestError: Saying what is wrong with it.
+    """
+    try:
+        url = httpx.URL(address)
+        url.port  # noqa: B018  # parsing the port is lazy: an invalid one raises here
+    except (httpx.InvalidURL, ValueError) as e:
+        raise BadRequestError(f"Worker address {address[:200]!r} is not a valid URL: {e}") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise BadRequestError(f"Worker address must be an http(s) URL with a host, got {address[:200]!r}.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -35,6 +36,8 @@ from agentrl_controller.controller import Controller
 from agentrl_controller.errors import ApiError, BadRequestError
 
 __all__ = ["create_app"]
+
+logger = logging.getLogger(__name__)
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (400, 401, 404, 409, 413, 422, 424, 429)
@@ -184,6 +187,13 @@ def _add_error_handlers(app: FastAPI) -> None:
             error.pop("input", None)  # may be huge; the client has it
             error.pop("ctx", None)
         return JSONResponse({"error": "Invalid request; see detail.", "detail": detail}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, exc: Exception) -> JSONResponse:
+        # A bug, never an expected outcome (the fuzz tests look for these): log it, answer JSON, keep serving.
+        logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        message = f"Internal controller error ({type(exc).__name__}); see the controller log."
+        return JSONResponse({"error": message, "detail": None}, status_code=500)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
