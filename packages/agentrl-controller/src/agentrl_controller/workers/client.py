@@ -3,13 +3,18 @@
 Local workers listen on a Unix socket, remote ones on TCP; both are the same API. Transport failures and
 error answers become :class:`~agentrl_controller.errors.WorkerError` with the worker's status code, so the
 caller can tell "the worker refused" (a code) from "the worker is gone" (none).
+
+This hop uses aiohttp rather than httpx (which the rest of the project uses): every interact passes through it,
+and httpx's connection pool stalls with tens of requests in flight (measured in ``bench/controller_load.py``:
+a few hundred requests/s and multi-second p99 where aiohttp sustains thousands).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-import httpx
+import aiohttp
 
 from agentrl_controller.errors import WorkerError
 
@@ -27,7 +32,7 @@ class WorkerClient:
         max_connections: int = 256,
         read_timeout_s: float | None = None,
     ) -> None:
-        """Open a connection pool.
+        """Prepare a connection pool (opened on the first request, inside the event loop).
 
         Args:
             address: The worker's API base URL, e.g. ``http://127.0.0.1:5021/api``.
@@ -36,15 +41,10 @@ class WorkerClient:
             read_timeout_s: ``None`` waits as long as the task takes, as upstream's controller does.
         """
         self.address = address.rstrip("/")
-        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        transport = httpx.AsyncHTTPTransport(uds=uds, limits=limits, retries=0) if uds else None
-        self._client = httpx.AsyncClient(
-            base_url=self.address + "/",
-            transport=transport,
-            limits=limits,
-            timeout=httpx.Timeout(read_timeout_s, connect=5.0),
-            trust_env=False,
-        )
+        self._uds = uds
+        self._max_connections = max_connections
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=5.0, sock_read=read_timeout_s)
+        self._session: aiohttp.ClientSession | None = None
 
     async def start_sample(self, session_id: int, index: int | str, custom_task: dict[str, Any] | None) -> Any:
         """Start a session on the worker; the answer is the flat first observation."""
@@ -69,32 +69,43 @@ class WorkerClient:
 
     async def aclose(self) -> None:
         """Close the connection pool."""
-        await self._client.aclose()
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
         return await self._request("POST", path, json=body)
 
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            if self._uds:
+                connector: aiohttp.BaseConnector = aiohttp.UnixConnector(path=self._uds, limit=self._max_connections)
+            else:
+                connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=self._max_connections)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout, trust_env=False)
+        return self._session
+
     async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        url = f"{self.address}/{path}"
         try:
-            response = await self._client.request(method, path, **kwargs)
-        except httpx.HTTPError as e:
+            async with self._open().request(method, url, **kwargs) as response:
+                text = await response.text()
+                status = response.status
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as e:
             raise WorkerError(f"worker {self.address} unreachable on {path}: {type(e).__name__}: {e}") from e
-        if response.status_code != 200:
-            raise WorkerError(
-                f"worker {self.address} answered {response.status_code} on {path}: {_detail(response)}",
-                status_code=response.status_code,
-            )
+        if status != 200:
+            raise WorkerError(f"worker {self.address} answered {status} on {path}: {_detail(text)}", status_code=status)
         try:
-            return response.json()
+            return json.loads(text)
         except ValueError as e:
             raise WorkerError(f"worker {self.address} sent invalid JSON on {path}: {e}") from e
 
 
-def _detail(response: httpx.Response) -> str:
+def _detail(text: str) -> str:
     try:
-        data = response.json()
+        data = json.loads(text)
     except ValueError:
-        return response.text[:500]
+        return text[:500]
     if isinstance(data, dict):
         return str(data.get("detail") or data.get("error") or data)[:500]
     return str(data)[:500]
