@@ -118,11 +118,12 @@ def start_server(tmp_path: Path, tasks: list[TaskConfig], **settings: Any) -> Se
     with log.open("wb") as out:
         process = subprocess.Popen([*command, "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
     server = Server(process, f"http://127.0.0.1:{port}/api", log)
+    auth = {"Authorization": f"Bearer {settings['token']}"} if settings.get("token") else {}
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         assert process.poll() is None, log.read_text()
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", headers=auth, timeout=1).status_code == 200:
                 return server
         except httpx.HTTPError:
             time.sleep(0.1)

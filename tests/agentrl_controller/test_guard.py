@@ -11,12 +11,14 @@ TOKEN = "s3cret-token-0123456789"
 async def test_token_is_required_off_loopback() -> None:
     async with running(ControllerConfig(host="0.0.0.0", token=TOKEN)) as (_, client):
         for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"}, {"Authorization": TOKEN}):
-            for path in ("get_indices?name=toy", "/healthz", "/metrics", "/", "receive_heartbeat"):
+            for path in ("get_indices?name=toy", "/healthz", "/metrics", "list_sessions", "receive_heartbeat"):
                 path = path if not path.startswith("/") else "http://testserver" + path
                 response = await client.get(path, headers=headers)
                 assert response.status_code == 401 and "bearer token" in response.json()["error"]
         response = await client.get("http://testserver/healthz", headers={"Authorization": f"Bearer {TOKEN}"})
         assert response.status_code == 200
+        # The dashboard page is static (its data comes from the API, with the token from the URL fragment).
+        assert (await client.get("http://testserver/")).status_code == 200
 
 
 def test_non_loopback_bind_needs_a_token() -> None:

@@ -38,7 +38,8 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self.expected is not None and not self._authorized(scope):
+        public = scope["method"] == "GET" and scope["path"] == "/"  # the dashboard's static page holds no data
+        if self.expected is not None and not public and not self._authorized(scope):
             await _error(send, 401, "Missing or wrong bearer token: send 'Authorization: Bearer <token>'.", self)
             return
         length = _content_length(scope)

@@ -34,7 +34,7 @@ from agentrl_envs.core.env import ToolEnv
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.status import SampleStatus
 
-__all__ = ["LocalWorker", "create_worker_app", "main"]
+__all__ = ["LocalWorker", "build_worker", "create_worker_app", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -215,11 +215,17 @@ async def _watch_parent(parent_pid: int, server: uvicorn.Server) -> None:
     server.should_exit = True
 
 
-async def _serve(task: TaskConfig, uds: str) -> None:
+async def build_worker(task: TaskConfig) -> LocalWorker:
+    """The task's worker, with a thread pool sized for its envs' blocking steps."""
     factory = env_factory(task.env, split=task.split, options=task.options)
     worker = await asyncio.to_thread(LocalWorker, factory, concurrency=task.concurrency)
     loop = asyncio.get_running_loop()
     loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=min(task.concurrency, 64) + 4))
+    return worker
+
+
+async def _serve(task: TaskConfig, uds: str) -> None:
+    worker = await build_worker(task)
     app = create_worker_app(worker)
     config = uvicorn.Config(
         app, uds=uds, log_level="warning", access_log=False, timeout_keep_alive=3600, backlog=4096, lifespan="off"
