@@ -162,8 +162,10 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def controller(task: str, sessions: int, workers: int, tmp: Path) -> Iterator[Service]:
-    """``agentrl-controller serve`` with one task sized for ``sessions``."""
+def controller(
+    task: str, sessions: int, workers: int, tmp: Path, settings: dict[str, Any] | None = None
+) -> Iterator[Service]:
+    """``agentrl-controller serve`` with one task sized for ``sessions`` (``settings``: more config keys)."""
     if task == "noop":
         config = {"name": "noop", "env": "agentrl_controller.workers.noop:NoopEnv"}
     else:
@@ -171,7 +173,7 @@ def controller(task: str, sessions: int, workers: int, tmp: Path) -> Iterator[Se
     per_worker = -(-sessions // workers)
     config.update(concurrency=per_worker, workers=workers, lazy=False)
     path = tmp / "controller.yaml"
-    path.write_text(yaml.safe_dump({"tasks": [config], "admission": {"max_waiting": sessions}}))
+    path.write_text(yaml.safe_dump({"tasks": [config], "admission": {"max_waiting": sessions}, **(settings or {})}))
     port, log = free_port(), tmp / "controller.log"
     command = [sys.executable, "-m", "agentrl_controller.cli", "serve", "--config", str(path), "--port", str(port)]
     with log.open("wb") as out:

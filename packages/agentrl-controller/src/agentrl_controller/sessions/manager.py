@@ -47,6 +47,8 @@ class Session:
     created: float = field(default_factory=time.monotonic)
     last_active: float = field(default_factory=time.monotonic)
     busy: bool = False
+    started: bool = False
+    """The worker has answered start_sample; before that a failure is retried, not an ending."""
     ending: asyncio.Event = field(default_factory=asyncio.Event)
     final: dict[str, Any] | None = None
     """The observation that ended the session (cancel, lost worker), for a request still in flight."""
@@ -98,6 +100,7 @@ class SessionManager:
             except BaseException:
                 self._forget(session)
                 raise
+            session.started = True
             self.metrics.sessions_started.labels(task).inc()
             self.metrics.sessions_active.labels(task).inc()
             return self._answer(session, out)
@@ -124,9 +127,10 @@ class SessionManager:
                 await asyncio.wait({call, ending}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 ending.cancel()
-            if not call.done():  # cancelled or worker lost meanwhile
+            if session.final is not None:
+                # The controller ended it meanwhile (cancel, lost worker). That ending is what the metrics and
+                # later calls see, so it is the answer even if the worker's reply arrived at the same moment.
                 call.cancel()
-                assert session.final is not None
                 return dict(session.final)
             try:
                 out = call.result()
@@ -155,7 +159,7 @@ class SessionManager:
     def expire_idle(self, ttl_s: float) -> int:
         """Cancel sessions idle for more than ``ttl_s`` (none with a request in flight)."""
         now = time.monotonic()
-        idle = [s for s in self.sessions.values() if not s.busy and now - s.last_active > ttl_s]
+        idle = [s for s in self.sessions.values() if s.started and not s.busy and now - s.last_active > ttl_s]
         for session in idle:
             logger.info("session %s idle for %.0f s: cancelling", session.session_id, now - session.last_active)
             reason = f"idle for more than {ttl_s:g} s"
@@ -289,7 +293,8 @@ class SessionManager:
 
     def _worker_lost(self, worker: Worker, reason: str) -> None:
         self.metrics.workers_lost.labels(worker.task).inc()
-        for session in [s for s in self.sessions.values() if s.worker is worker]:
+        # A session still starting on it is not ended here: its start_sample fails and is retried elsewhere.
+        for session in [s for s in self.sessions.values() if s.worker is worker and s.started]:
             error = f"worker lost: {reason}"
             self._end(session, SampleStatus.TASK_ERROR.value, reason=error, release=True, deliver=True)
 
