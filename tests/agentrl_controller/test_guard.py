@@ -39,3 +39,12 @@ async def test_oversized_bodies_get_413() -> None:
 
         response = await client.post("interact", headers={"session_id": "1"}, content=chunks())
         assert response.status_code == 413
+
+
+def test_serve_refuses_a_public_bind_without_a_token() -> None:
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "agentrl_controller.cli", "serve", "--host", "0.0.0.0", "--port", "0"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2 and "not a loopback address: set a bearer token" in done.stderr
