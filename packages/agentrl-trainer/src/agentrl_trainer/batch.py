@@ -1,0 +1,84 @@
+r"""Turn complete groups into the tensors TRL's GRPO loss reads.
+
+Layout follows ``GRPOTrainer._generate_and_score_completions``: prompts left-padded, completions
+right-padded, ``completion_mask`` marks real completion tokens and ``tool_mask`` the model's own tokens
+(TRL multiplies the two, so environment tokens carry no loss). ``old_per_token_logps`` are the log-probs
+of the engine that sampled each token, so the loss's ratio :math:`\pi_\theta / \pi_{\text{behaviour}}` is
+the token-level importance-sampling correction for asynchrony and for cross-policy sampling alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from agentrl_trainer.advantages import group_advantages, task_normalize
+from agentrl_trainer.types import Group, Trajectory
+
+__all__ = ["BatchOptions", "build_inputs"]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOptions:
+    """How advantages are formed."""
+
+    scale_rewards: str = "group"
+    task_advantage_normalization: bool = True
+    pad_token_id: int = 0
+
+
+def _pad(rows: list[list[int | float]], value: float, *, left: bool, dtype: torch.dtype) -> torch.Tensor:
+    width = max((len(r) for r in rows), default=0)
+    out = torch.full((len(rows), max(width, 1)), value, dtype=dtype)
+    for i, row in enumerate(rows):
+        if row:
+            values = torch.tensor(row, dtype=dtype)
+            if left:
+                out[i, out.size(1) - len(row) :] = values
+            else:
+                out[i, : len(row)] = values
+    return out
+
+
+def build_inputs(groups: list[Group], options: BatchOptions) -> tuple[dict[str, torch.Tensor], list[Trajectory]]:
+    """The loss inputs for ``groups`` and the trajectories in row order.
+
+    Returns:
+        ``prompt_ids``, ``prompt_mask``, ``completion_ids``, ``completion_mask``, ``tool_mask``,
+        ``old_per_token_logps``, ``sampling_per_token_logps``, token-level ``advantages`` and
+        ``num_items_in_batch`` (action tokens), plus the trajectories.
+    """
+    if not groups:
+        raise ValueError("build_inputs needs at least one group.")
+    size = len(groups[0].trajectories)
+    if any(len(g.trajectories) != size for g in groups):
+        raise ValueError("Every group must have the same number of episodes (num_generations).")
+    trajectories = [t for g in groups for t in g.trajectories]
+    rewards = torch.tensor([t.reward for t in trajectories], dtype=torch.float32)
+    advantages = group_advantages(rewards, size, scale_rewards=options.scale_rewards)  # type: ignore[arg-type]
+    advantages = advantages * torch.tensor([g.weight for g in groups]).repeat_interleave(size)
+
+    prompt_ids = _pad([t.prompt_ids for t in trajectories], options.pad_token_id, left=True, dtype=torch.long)
+    prompt_mask = _pad([[1] * len(t.prompt_ids) for t in trajectories], 0, left=True, dtype=torch.long)
+    completion_ids = _pad([t.completion_ids for t in trajectories], options.pad_token_id, left=False, dtype=torch.long)
+    completion_mask = _pad([[1] * len(t.completion_ids) for t in trajectories], 0, left=False, dtype=torch.long)
+    tool_mask = _pad([t.action_mask for t in trajectories], 0, left=False, dtype=torch.long)
+    logps = _pad([t.sampling_logprobs for t in trajectories], 0.0, left=False, dtype=torch.float32)
+
+    mask = (completion_mask * tool_mask).float()
+    token_advantages = advantages.unsqueeze(1) * mask
+    if options.task_advantage_normalization:
+        token_advantages = task_normalize(token_advantages, mask, [t.row.task for t in trajectories])
+    inputs = {
+        "prompt_ids": prompt_ids,
+        "prompt_mask": prompt_mask,
+        "completion_ids": completion_ids,
+        "completion_mask": completion_mask,
+        "tool_mask": tool_mask,
+        "old_per_token_logps": logps,
+        "sampling_per_token_logps": logps,
+        "advantages": token_advantages,
+        "num_items_in_batch": mask.sum(),
+    }
+    return inputs, trajectories

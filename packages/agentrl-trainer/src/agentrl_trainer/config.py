@@ -1,0 +1,161 @@
+"""``AgentRLConfig``: TRL's ``GRPOConfig`` plus the rollout, staleness, cross-policy and normalization knobs.
+
+Every TRL knob keeps its meaning (loss type, epsilon, beta, learning rate, ``num_generations`` = G,
+``temperature`` for sampling, ``report_to``...). The fields below are AgentRL's; the docs' config reference
+is generated from their ``help``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig
+
+__all__ = ["AgentRLConfig"]
+
+
+@dataclass
+class AgentRLConfig(GRPOConfig):
+    """Configuration of :class:`~agentrl_trainer.AgentRLTrainer` (see each field's ``help``)."""
+
+    # ----------------------------------------------------------------- tasks
+    tasks: list[str] = field(
+        default_factory=lambda: ["db"],
+        metadata={"help": "Tasks to train on (short names such as db, kg, os, or names an env_factory knows)."},
+    )
+    task_split: str = field(default="train", metadata={"help": "Split the training rows come from."})
+    task_weights: list[float] | None = field(
+        default=None,
+        metadata={"help": "Sampling weight per task (same order as tasks); None mixes tasks round-robin."},
+    )
+    max_samples_per_task: int | None = field(
+        default=None, metadata={"help": "Use only the first N samples of each task (None: all)."}
+    )
+
+    # ----------------------------------------------------------------- rollouts
+    rollout_mode: str = field(
+        default="async",
+        metadata={"help": "async: rollouts run beside training; sync: generate the batch, then train (TRL's way)."},
+    )
+    rollout_engine: str = field(default="hf", metadata={"help": "Rollout engine: hf (transformers generate)."})
+    max_turns: int = field(default=8, metadata={"help": "Most assistant turns per episode."})
+    max_new_tokens_per_turn: int = field(default=64, metadata={"help": "Most tokens the model writes per turn."})
+    max_total_tokens: int = field(
+        default=2048, metadata={"help": "Most tokens per episode, prompt and environment messages included."}
+    )
+    unfinished_penalty: float = field(
+        default=-0.2,
+        metadata={"help": "Added to the reward of episodes ended by a turn, token or round limit (paper: -0.2)."},
+    )
+    infra_error_policy: str = field(
+        default="retry",
+        metadata={"help": "On an environment fault: retry the episode on a fresh env, or drop_group at once."},
+    )
+    max_infra_retries: int = field(default=2, metadata={"help": "Retries of one episode before its group is dropped."})
+    max_concurrent_envs: int = field(default=64, metadata={"help": "Threads for environment steps (astep)."})
+    rollout_timeout_s: float = field(
+        default=600.0, metadata={"help": "Fail the run if no complete group arrives for this long."}
+    )
+    engine_max_batch_size: int = field(default=32, metadata={"help": "Most sequences per hf engine generate call."})
+
+    # ----------------------------------------------------------------- async pipeline
+    min_groups_per_step: int = field(
+        default=1,
+        metadata={
+            "help": "Dynamic batch size: train as soon as this many complete groups are queued "
+            "(also the groups admitted per policy version, see max_staleness)."
+        },
+    )
+    max_groups_per_step: int = field(
+        default=4, metadata={"help": "Dynamic batch size: take at most this many groups per optimizer step."}
+    )
+    queue_size: int = field(
+        default=8, metadata={"help": "Groups in flight or queued at once (the bounded queue; backpressure)."}
+    )
+    max_staleness: int = field(
+        default=2,
+        metadata={
+            "help": "Groups whose oldest current-policy turn lags more versions than this are stale "
+            "(lagged-engine turns lag by design and do not count). With stale_policy=drop, rollouts are also "
+            "admitted so that at most "
+            "(max_staleness + 1) * min_groups_per_step groups are live per version."
+        },
+    )
+    stale_policy: str = field(default="drop", metadata={"help": "Stale groups: drop them, or downweight them."})
+    stale_weight_decay: float = field(
+        default=0.5, metadata={"help": "downweight: advantages scaled by decay ** (staleness - max_staleness)."}
+    )
+
+    # ----------------------------------------------------------------- cross-policy sampling
+    lagged_fraction: float = field(
+        default=0.0, metadata={"help": "Cross-policy sampling: probability a turn is sampled by a lagged engine."}
+    )
+    lagged_refresh_steps: int = field(
+        default=4, metadata={"help": "Cross-policy sampling: lagged engines get new weights every K steps."}
+    )
+    num_lagged_engines: int = field(default=1, metadata={"help": "Cross-policy sampling: number of lagged engines."})
+
+    # ----------------------------------------------------------------- advantages and reports
+    task_advantage_normalization: bool = field(
+        default=True, metadata={"help": "Normalize advantages per task over action tokens (paper Eq. 1)."}
+    )
+    write_report: bool = field(
+        default=True, metadata={"help": "Write summary.json and PNG plots to output_dir when training ends."}
+    )
+
+    def __post_init__(self) -> None:
+        """Check AgentRL's fields after TRL's own checks."""
+        if self.num_generations is None:
+            self.num_generations = 4
+        # One optimizer step per batch of groups: the dynamic batch is not split or replayed.
+        self.per_device_train_batch_size = self.num_generations
+        self.steps_per_generation = None
+        self.generation_batch_size = None
+        if self.bf16 is None and not _has_accelerator():
+            self.bf16 = False  # TRL defaults to bf16, which a CPU-only machine refuses
+        super().__post_init__()
+        self._check_choice("rollout_mode", ("async", "sync"))
+        self._check_choice("rollout_engine", ("hf",))
+        self._check_choice("infra_error_policy", ("retry", "drop_group"))
+        self._check_choice("stale_policy", ("drop", "downweight"))
+        if not self.tasks:
+            raise ValueError("tasks is empty; name at least one task, e.g. tasks=['db'].")
+        if self.task_weights is not None and (
+            len(self.task_weights) != len(self.tasks) or any(w < 0 for w in self.task_weights)
+        ):
+            raise ValueError(
+                f"task_weights {self.task_weights} must give one non-negative weight per task in {self.tasks}."
+            )
+        if self.gradient_accumulation_steps != 1 or self.num_iterations != 1:
+            raise ValueError(
+                "AgentRLTrainer takes one optimizer step per batch of groups: set gradient_accumulation_steps=1 "
+                f"and num_iterations=1 (got {self.gradient_accumulation_steps} and {self.num_iterations})."
+            )
+        if not 1 <= self.min_groups_per_step <= self.max_groups_per_step:
+            raise ValueError(
+                f"Need 1 <= min_groups_per_step ({self.min_groups_per_step}) <= max_groups_per_step "
+                f"({self.max_groups_per_step})."
+            )
+        if self.queue_size < self.max_groups_per_step:
+            raise ValueError(
+                f"queue_size ({self.queue_size}) must be >= max_groups_per_step ({self.max_groups_per_step}), "
+                "or a step could never see a full batch."
+            )
+        if not 0.0 <= self.lagged_fraction <= 1.0:
+            raise ValueError(f"lagged_fraction must be in [0, 1], got {self.lagged_fraction}.")
+        for name in ("max_turns", "max_new_tokens_per_turn", "max_total_tokens", "lagged_refresh_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.max_staleness < 0:
+            raise ValueError(f"max_staleness must be >= 0, got {self.max_staleness}.")
+
+    def _check_choice(self, name: str, choices: tuple[str, ...]) -> None:
+        value = getattr(self, name)
+        if value not in choices:
+            raise ValueError(f"{name}={value!r} is not supported; choose one of {list(choices)}.")
+
+
+def _has_accelerator() -> bool:
+    import torch
+
+    return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())

@@ -1,0 +1,178 @@
+"""The ``hf`` rollout engine: transformers ``generate`` on a private copy of the policy, batched across episodes.
+
+Episodes call :meth:`HFEngine.agenerate` concurrently; requests that arrive together are left-padded into one
+``generate`` call, run in a worker thread so the event loop (and the environments) keep going. The engine
+owns its own copy of the weights, so training can run beside generation; ``update_weights`` swaps them
+between two batches under a lock. Log-probs are computed from the raw logits at the sampling temperature,
+the same quantity TRL's loss computes for the trainer model, so the importance ratio compares like with like.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+from agentrl_trainer.types import Generation
+
+__all__ = ["HFEngine"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Request:
+    prompt_ids: list[int]
+    max_new_tokens: int
+    future: asyncio.Future[Generation]
+
+
+class HFEngine:
+    """Rollout engine over a transformers causal LM (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        *,
+        eos_token_id: int,
+        pad_token_id: int,
+        name: str = "policy",
+        temperature: float = 1.0,
+        max_batch_size: int = 32,
+        version: int = 0,
+        copy_model: bool = True,
+    ) -> None:
+        """Wrap ``model`` (copied unless ``copy_model`` is false) as an engine.
+
+        Args:
+            model: A causal LM; the engine keeps its own copy in eval mode.
+            eos_token_id: End-of-turn token; a turn stops when it is sampled.
+            pad_token_id: Padding token for batched prompts.
+            name: Engine name recorded on every turn it samples.
+            temperature: Sampling temperature (no top-k/top-p, so log-probs are the sampling distribution's).
+            max_batch_size: Most requests per ``generate`` call.
+            version: Policy version of the initial weights.
+            copy_model: Copy the model (the default); pass false when the caller hands over a private copy.
+        """
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0 for sampling, got {temperature}.")
+        self.name = name
+        self.model = copy.deepcopy(model) if copy_model else model
+        self.model.eval()
+        self.eos_token_id = eos_token_id
+        self.pad_token_id = pad_token_id
+        self.temperature = temperature
+        self.max_batch_size = max_batch_size
+        self._version = version
+        self._lock = threading.Lock()
+        self._queue: asyncio.Queue[_Request] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self.generated_tokens = 0
+        self.batches = 0
+
+    @property
+    def version(self) -> int:
+        """Policy version of the loaded weights."""
+        return self._version
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+        """Copy ``state_dict`` into the engine's model between two generation batches."""
+        with self._lock, torch.no_grad():
+            self.model.load_state_dict(state_dict, strict=True)
+            self._version = version
+        logger.debug("engine %s now at policy_version=%d", self.name, version)
+
+    async def agenerate(self, prompt_ids: list[int], *, max_new_tokens: int) -> Generation:
+        """Sample one continuation; concurrent calls are batched."""
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}.")
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            self._worker = asyncio.create_task(self._serve(), name=f"hf-engine-{self.name}")
+        future: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Request(list(prompt_ids), max_new_tokens, future))
+        return await future
+
+    async def aclose(self) -> None:
+        """Stop the batching worker; pending requests are cancelled."""
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+            self._worker = None
+        while self._queue is not None and not self._queue.empty():
+            self._queue.get_nowait().future.cancel()
+        self._queue = None
+
+    async def _serve(self) -> None:
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            await asyncio.sleep(0)  # let episodes that are ready submit too, so they share the batch
+            while not self._queue.empty() and len(batch) < self.max_batch_size:
+                batch.append(self._queue.get_nowait())
+            batch = [r for r in batch if not r.future.cancelled()]
+            if not batch:
+                continue
+            try:
+                results = await asyncio.to_thread(self._generate_batch, batch)
+            except Exception as e:  # engine boundary: fail the waiting episodes, keep serving
+                logger.exception("engine %s: generation failed", self.name)
+                for r in batch:
+                    if not r.future.done():
+                        r.future.set_exception(e)
+                continue
+            for r, result in zip(batch, results, strict=True):
+                if not r.future.done():
+                    r.future.set_result(result)
+
+    def _generate_batch(self, batch: list[_Request]) -> list[Generation]:
+        width = max(len(r.prompt_ids) for r in batch)
+        input_ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, r in enumerate(batch):
+            input_ids[row, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids)
+            attention_mask[row, width - len(r.prompt_ids) :] = 1
+        max_new = max(r.max_new_tokens for r in batch)
+        with self._lock, torch.no_grad():
+            version = self._version
+            out = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                do_sample=True,
+                temperature=self.temperature,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=max_new,
+                eos_token_id=self.eos_token_id,
+                pad_token_id=self.pad_token_id,
+                output_logits=True,
+                return_dict_in_generate=True,
+            )
+        new_ids = out.sequences[:, width:]
+        logits = torch.stack(out.logits, dim=1).float() / self.temperature
+        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, new_ids.unsqueeze(-1)).squeeze(-1)
+        self.batches += 1
+        return [self._cut(new_ids[row], logprobs[row], r.max_new_tokens, version) for row, r in enumerate(batch)]
+
+    def _cut(self, ids: torch.Tensor, logprobs: torch.Tensor, limit: int, version: int) -> Generation:
+        tokens = ids[:limit].tolist()
+        finish = "length"
+        if self.eos_token_id in tokens:
+            tokens = tokens[: tokens.index(self.eos_token_id) + 1]
+            finish = "stop"
+        self.generated_tokens += len(tokens)
+        return Generation(
+            token_ids=tuple(tokens),
+            logprobs=tuple(logprobs[: len(tokens)].tolist()),
+            version=version,
+            engine=self.name,
+            finish_reason=finish,
+        )

@@ -1,0 +1,330 @@
+"""The rollout producer: GRPO groups played continuously beside training, handed over through a bounded queue.
+
+A background thread runs an asyncio loop with one coroutine per episode. A group (``num_generations``
+episodes of one training row) holds a slot from the moment it starts until the trainer takes it, so at
+most ``queue_size`` groups are in flight or waiting: that bound is the backpressure, and it caps how stale a
+waiting group can get. In ``sync`` mode no slot is free until the trainer asks for a batch, which gives
+TRL's generate-then-train schedule on the same code path.
+
+Staleness is bounded at admission too (AReaL's rule): with ``max_staleness`` S and ``groups_per_version`` B
+(the trainer's minimum groups per step), a new group starts only while fewer than ``(v - v0 + S + 1) * B``
+groups have been started since the producer began at version ``v0``; the trainer takes at least B groups per
+version, so groups rarely wait long enough to go stale. Groups dropped before training are not counted.
+
+Environment faults never become rewards: an episode whose environment failed is retried on a fresh
+environment (up to ``max_infra_retries``) or, with ``infra_error_policy="drop_group"`` or once the
+retries are spent, its whole group is dropped. Both are counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentrl_trainer.rollout.cross_policy import EngineSampler
+from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
+from agentrl_trainer.types import Group, TrainingRow, Trajectory
+
+__all__ = ["EnvFactory", "ProducerStats", "RolloutProducer"]
+
+logger = logging.getLogger(__name__)
+
+EnvFactory = Callable[[str, str], Any]
+"""``(task, split) -> env``: an unwrapped ToolEnv (or anything with ``areset``/``astep``/``close``)."""
+
+
+@dataclass(slots=True)
+class ProducerStats:
+    """Counters the trainer turns into metrics (read from the trainer thread; ints are updated atomically)."""
+
+    episodes: int = 0
+    groups: int = 0
+    infra_errors: int = 0
+    infra_retries: int = 0
+    dropped_groups: int = 0
+    busy_started: float = 0.0
+
+
+class _EnvPool:
+    """Reusable environments per (task, split); an environment that failed is closed, not reused."""
+
+    def __init__(self, factory: EnvFactory) -> None:
+        self._factory = factory
+        self._free: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        self._all: list[Any] = []
+
+    async def acquire(self, task: str, split: str) -> Any:
+        free = self._free[(task, split)]
+        if free:
+            return free.pop()
+        env = await asyncio.to_thread(self._factory, task, split)
+        self._all.append(env)
+        return env
+
+    def release(self, task: str, split: str, env: Any, *, healthy: bool) -> None:
+        if healthy:
+            self._free[(task, split)].append(env)
+            return
+        self._all.remove(env)
+        _close(env)
+
+    def close(self) -> None:
+        for env in self._all:
+            _close(env)
+        self._all.clear()
+        self._free.clear()
+
+
+def _close(env: Any) -> None:
+    try:
+        env.close()
+    except Exception:  # cleanup must not mask the run's outcome
+        logger.exception("error while closing an environment")
+
+
+class RolloutProducer:
+    """Plays GRPO groups in a background event loop and queues the complete ones for the trainer."""
+
+    def __init__(
+        self,
+        *,
+        rows: Iterator[TrainingRow],
+        env_factory: EnvFactory,
+        sampler: EngineSampler,
+        tokenizer: Any,
+        num_generations: int,
+        limits: EpisodeLimits,
+        queue_size: int,
+        mode: Literal["async", "sync"] = "async",
+        infra_error_policy: Literal["retry", "drop_group"] = "retry",
+        max_infra_retries: int = 2,
+        max_concurrent_envs: int = 64,
+        max_staleness: int | None = None,
+        groups_per_version: int = 1,
+    ) -> None:
+        """Configure the producer; :meth:`start` begins playing."""
+        if queue_size < 1:
+            raise ValueError(f"queue_size must be >= 1, got {queue_size}.")
+        self.rows = rows
+        self.pool = _EnvPool(env_factory)
+        self.sampler = sampler
+        self.tokenizer = tokenizer
+        self.num_generations = num_generations
+        self.limits = limits
+        self.queue_size = queue_size
+        self.mode = mode
+        self.infra_error_policy = infra_error_policy
+        self.max_infra_retries = max_infra_retries
+        self.max_concurrent_envs = max_concurrent_envs
+        self.max_staleness = max_staleness
+        self.groups_per_version = groups_per_version
+        self.started_groups = 0
+        self.discarded_groups = 0
+        self._base_version = sampler.policy.version
+        self.stats = ProducerStats()
+        self.status_counts: Counter[str] = Counter()
+        self._groups: queue.Queue[Group] = queue.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._stopping = False
+        self.leaked_tasks = 0
+
+    # ----------------------------------------------------------------- trainer side
+
+    def start(self) -> None:
+        """Start the background loop."""
+        if self._thread is not None:
+            raise RuntimeError("The rollout producer is already running.")
+        self._thread = threading.Thread(target=self._run_thread, name="agentrl-rollouts", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+
+    def request(self, groups: int) -> None:
+        """Sync mode: allow ``groups`` more groups to start."""
+        for _ in range(groups):
+            self._release_slot()
+
+    def get_groups(self, min_groups: int, max_groups: int, timeout_s: float) -> list[Group]:
+        """Block until ``min_groups`` complete groups are queued, then take up to ``max_groups``.
+
+        Raises:
+            RuntimeError: If the producer failed, or no group arrived within ``timeout_s``.
+        """
+        taken: list[Group] = []
+        deadline = time.monotonic() + timeout_s
+        while len(taken) < min_groups:
+            self._raise_if_failed()
+            try:
+                taken.append(self._groups.get(timeout=min(1.0, max(0.01, deadline - time.monotonic()))))
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"No complete rollout group within {timeout_s:.0f}s (have {len(taken)}, need {min_groups}); "
+                        "check the environments, or raise rollout_timeout_s."
+                    ) from None
+        while len(taken) < max_groups:
+            try:
+                taken.append(self._groups.get_nowait())
+            except queue.Empty:
+                break
+        if self.mode == "async":
+            for _ in taken:
+                self._release_slot()
+        return taken
+
+    def discard(self, groups: int) -> None:
+        """The trainer dropped ``groups`` taken groups (stale): they no longer count against admission."""
+        self.discarded_groups += groups
+
+    @property
+    def queue_depth(self) -> int:
+        """Complete groups waiting for the trainer."""
+        return self._groups.qsize()
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Cancel every episode, close the engines and environments, and join the thread."""
+        if self._thread is None:
+            return
+        self._stopping = True
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._cancel_all)
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            raise RuntimeError(f"The rollout thread did not stop within {timeout_s}s.")
+        self._thread = None
+
+    # ----------------------------------------------------------------- rollout thread
+
+    def _release_slot(self) -> None:
+        if self._loop is not None and self._slots is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._slots.release)
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise RuntimeError(f"The rollout producer failed: {self._error!r}") from self._error
+
+    def _run_thread(self) -> None:
+        loop = asyncio.new_event_loop()
+        # Environments run in threads (astep); the default pool (cpu+4) would cap concurrent env steps.
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=self.max_concurrent_envs))
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main())
+        except asyncio.CancelledError:
+            pass
+        except BaseException as e:  # process boundary: surface the failure to the trainer
+            logger.exception("rollout producer failed")
+            self._error = e
+        finally:
+            try:
+                loop.run_until_complete(self._shutdown())
+            finally:
+                loop.close()
+
+    async def _main(self) -> None:
+        self._slots = asyncio.Semaphore(self.queue_size if self.mode == "async" else 0)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._main_task = asyncio.current_task()
+        self._ready.set()
+        self.stats.busy_started = time.perf_counter()
+        while not self._stopping:
+            await self._slots.acquire()
+            await self._admit()
+            row = next(self.rows)
+            self.started_groups += 1
+            task = asyncio.create_task(self._play_group(row), name=f"group-{row.task}-{row.index}")
+            self._tasks.add(task)
+            task.add_done_callback(self._group_done)
+
+    async def _admit(self) -> None:
+        """Wait until a new group cannot go stale before the trainer reaches it (see the module docstring)."""
+        if self.mode != "async" or self.max_staleness is None:
+            return
+        while not self._stopping:
+            versions = self.sampler.policy.version - self._base_version + self.max_staleness + 1
+            live = self.started_groups - self.discarded_groups - self.stats.dropped_groups
+            if live < versions * self.groups_per_version:
+                return
+            await asyncio.sleep(0.01)
+
+    def _group_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None and self._error is None:
+            self._error = task.exception()
+            self._cancel_all()
+
+    def _cancel_all(self) -> None:
+        for task in list(getattr(self, "_tasks", ())):
+            task.cancel()
+        main = getattr(self, "_main_task", None)
+        if main is not None:
+            main.cancel()
+
+    async def _shutdown(self) -> None:
+        tasks = list(getattr(self, "_tasks", ()))
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for engine in self.sampler.engines:
+            await engine.aclose()
+        await asyncio.to_thread(self.pool.close)
+        current = asyncio.current_task()
+        self.leaked_tasks = len([t for t in asyncio.all_tasks() if t is not current and not t.done()])
+
+    async def _play_group(self, row: TrainingRow) -> None:
+        created = self.sampler.policy.version
+        results = await asyncio.gather(*(self._play_with_retries(row) for _ in range(self.num_generations)))
+        if any(t is None for t in results):
+            self.stats.dropped_groups += 1
+            logger.warning("task=%s index=%d: group dropped after an infrastructure error", row.task, row.index)
+            self._release_slot_now()
+            return
+        trajectories = [t for t in results if t is not None]
+        self.stats.groups += 1
+        self._groups.put(Group(row=row, trajectories=trajectories, created_version=created))
+        if self.mode == "sync":
+            return
+
+    def _release_slot_now(self) -> None:
+        """A dropped group gives its slot back at once (it never reaches the trainer)."""
+        assert self._slots is not None
+        self._slots.release()
+
+    async def _play_with_retries(self, row: TrainingRow) -> Trajectory | None:
+        retries = 0
+        while True:
+            env = await self.pool.acquire(row.task, row.split)
+            healthy = False
+            try:
+                trajectory = await run_episode(
+                    row,
+                    env,
+                    tokenizer=self.tokenizer,
+                    pick_engine=self.sampler.pick,
+                    limits=self.limits,
+                    is_lagged=self.sampler.is_lagged,
+                )
+                healthy = not trajectory.infra_error
+            finally:
+                self.pool.release(row.task, row.split, env, healthy=healthy)
+            self.stats.episodes += 1
+            if not trajectory.infra_error:
+                trajectory.retries = retries
+                self.status_counts[trajectory.status] += 1
+                return trajectory
+            self.stats.infra_errors += 1
+            if self.infra_error_policy == "drop_group" or retries >= self.max_infra_retries:
+                return None
+            retries += 1
+            self.stats.infra_retries += 1

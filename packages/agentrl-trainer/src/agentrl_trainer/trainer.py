@@ -1,0 +1,322 @@
+"""``AgentRLTrainer``: TRL's ``GRPOTrainer`` fed by asynchronous multi-turn rollouts.
+
+What is TRL's and what is ours:
+
+* kept from TRL unchanged: the model/optimizer/scheduler set-up, ``compute_loss``/``_compute_loss`` with all
+  its loss types (clipping, ``tool_mask``, token-level advantages of shape ``(B, T)``), logging through
+  ``_metrics`` and ``report_to``, checkpointing, and ``parse_response``/``add_response_schema`` for tool calls;
+* replaced: ``_prepare_inputs``. TRL generates a batch and then trains on it; here a
+  :class:`~agentrl_trainer.rollout.producer.RolloutProducer` plays episodes in a background event loop the
+  whole time, and each step takes the complete GRPO groups that are queued (between ``min_groups_per_step``
+  and ``max_groups_per_step``: the dynamic batch size), drops or down-weights stale ones, and builds the
+  loss inputs. ``old_per_token_logps`` are the sampling engine's own log-probs, so TRL's ratio is the
+  token-level importance correction for asynchrony and cross-policy sampling.
+* added: a callback that pushes the new weights to the rollout engines after every optimizer step (episodes
+  in flight keep going; their next turns carry the new version), task advantage normalization, metrics and
+  an end-of-run report.
+
+``trl.experimental.async_grpo`` was read for its design (a rollout worker behind a Protocol, a queue, version
+tags, weight transfer) but it derives from TRL's base trainer rather than ``GRPOTrainer`` and runs rollouts
+against a vLLM server in another process; we keep ``GRPOTrainer`` (as DESIGN.md requires) and run an
+in-process asyncio producer that also steps the environments.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from typing import Any
+
+import torch
+from datasets import Dataset
+from transformers import TrainerCallback
+from trl import GRPOTrainer
+
+from agentrl_trainer.batch import BatchOptions, build_inputs
+from agentrl_trainer.config import AgentRLConfig
+from agentrl_trainer.envs import TaskEnvFactory, make_env_factory, num_samples
+from agentrl_trainer.metrics import diversity_metrics, staleness_metrics, task_metrics
+from agentrl_trainer.rollout.cross_policy import EngineSampler
+from agentrl_trainer.rollout.engine import RolloutEngine
+from agentrl_trainer.rollout.episode import EpisodeLimits
+from agentrl_trainer.rollout.hf_engine import HFEngine
+from agentrl_trainer.rollout.producer import RolloutProducer
+from agentrl_trainer.rows import mixed_rows, task_rows
+from agentrl_trainer.types import Group
+
+__all__ = ["AgentRLTrainer", "env_reward"]
+
+logger = logging.getLogger(__name__)
+
+
+def env_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """The environment's reward, passed through (rewards come from the environments, not a reward model)."""
+    return list(kwargs.get("env_reward") or [0.0] * len(completions))
+
+
+class _WeightSync(TrainerCallback):
+    """After each optimizer step, hand the new weights to the rollout engines."""
+
+    def __init__(self, trainer: AgentRLTrainer) -> None:
+        self.trainer = trainer
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.trainer._sync_weights(state.global_step)
+
+
+class _LiveReward(TrainerCallback):
+    """Show the latest per-task reward on the training progress bar."""
+
+    def __init__(self, trainer: AgentRLTrainer) -> None:
+        self.trainer = trainer
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        rewards = {
+            k.split("/")[1]: v for k, v in (logs or {}).items() if k.startswith("env/") and k.endswith("/reward")
+        }
+        if not rewards:
+            return
+        for callback in self.trainer.callback_handler.callbacks:
+            bar = getattr(callback, "training_bar", None)
+            if bar is not None:
+                bar.set_postfix({task: f"{value:.2f}" for task, value in sorted(rewards.items())}, refresh=False)
+
+
+class AgentRLTrainer(GRPOTrainer):
+    """GRPO on multi-turn tool-use environments with asynchronous rollouts (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: str | torch.nn.Module,
+        args: AgentRLConfig,
+        *,
+        processing_class: Any = None,
+        env_factories: dict[str, TaskEnvFactory] | None = None,
+        callbacks: list[TrainerCallback] | None = None,
+    ) -> None:
+        """Set up training on ``args.tasks``.
+
+        Args:
+            model: A model id/path or a loaded causal LM (as ``GRPOTrainer`` takes).
+            args: The configuration.
+            processing_class: The tokenizer; loaded from ``model`` when omitted. Its chat template must render
+                tools and it needs a response parser (TRL's ``add_response_schema`` knows the common ones).
+            env_factories: Extra tasks, ``{name: split -> env}``, checked before the registered AgentBench tasks.
+            callbacks: More ``TrainerCallback``s.
+        """
+        if not isinstance(args, AgentRLConfig):
+            raise TypeError(f"args must be an AgentRLConfig, got {type(args).__name__}.")
+        self.env_factory = make_env_factory(env_factories)
+        self.rows_by_task = {}
+        for task in args.tasks:
+            count = num_samples(self.env_factory, task, args.task_split)
+            if args.max_samples_per_task is not None:
+                count = min(count, args.max_samples_per_task)
+            self.rows_by_task[task] = task_rows(task, args.task_split, count)
+        # GRPOTrainer wants a dataset; its rows are the training rows, though the producer schedules them itself.
+        dataset = Dataset.from_list(
+            [{"task": r.task, "split": r.split, "index": r.index} for rows in self.rows_by_task.values() for r in rows]
+        )
+        super().__init__(
+            model=model,
+            reward_funcs=[env_reward],
+            args=args,
+            train_dataset=dataset,
+            processing_class=processing_class,
+            callbacks=callbacks,
+        )
+        self._ensure_response_parser()
+        self.add_callback(_WeightSync(self))
+        self.add_callback(_LiveReward(self))
+        self.producer: RolloutProducer | None = None
+        self.sampler: EngineSampler | None = None
+        self.staleness_histogram: Counter[int] = Counter()
+        self.stale_dropped = 0
+        self.idle_s = 0.0
+        self._train_started = 0.0
+        self._last_tick = (0.0, 0)
+
+    # ----------------------------------------------------------------- set-up
+
+    def _ensure_response_parser(self) -> None:
+        tokenizer = self._tokenizer
+        if getattr(tokenizer, "response_template", None) or getattr(tokenizer, "response_schema", None):
+            return
+        from trl.chat_template_utils import add_response_schema
+
+        try:
+            add_response_schema(tokenizer)
+        except ValueError as e:
+            raise ValueError(
+                "The tokenizer has no response parser for tool calls and TRL does not know its chat template; set "
+                "tokenizer.response_template (see transformers' chat response parsing docs)."
+            ) from e
+
+    def build_engines(self) -> EngineSampler:
+        """The policy engine and the lagged engines, loaded with the current weights."""
+        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        model = self.accelerator.unwrap_model(self.model)
+        version = self.state.global_step
+
+        def engine(name: str) -> RolloutEngine:
+            return HFEngine(
+                model,
+                eos_token_id=self._tokenizer.eos_token_id,
+                pad_token_id=self._tokenizer.pad_token_id,
+                name=name,
+                temperature=args.temperature,
+                max_batch_size=args.engine_max_batch_size,
+                version=version,
+            )
+
+        lagged = [engine(f"lagged{i}") for i in range(args.num_lagged_engines)] if args.lagged_fraction > 0 else []
+        return EngineSampler(
+            engine("policy"),
+            lagged,
+            lagged_fraction=args.lagged_fraction,
+            lagged_refresh_steps=args.lagged_refresh_steps,
+            seed=args.seed,
+        )
+
+    def _ensure_producer(self) -> RolloutProducer:
+        if self.producer is not None:
+            return self.producer
+        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        self.sampler = self.build_engines()
+        self.producer = RolloutProducer(
+            rows=mixed_rows(self.rows_by_task, weights=args.task_weights, seed=args.seed + self.state.global_step),
+            env_factory=self.env_factory,
+            sampler=self.sampler,
+            tokenizer=self._tokenizer,
+            num_generations=self.num_generations,
+            limits=EpisodeLimits(
+                max_turns=args.max_turns,
+                max_new_tokens=args.max_new_tokens_per_turn,
+                max_total_tokens=args.max_total_tokens,
+                unfinished_penalty=args.unfinished_penalty,
+            ),
+            queue_size=args.queue_size,
+            mode=args.rollout_mode,  # type: ignore[arg-type]
+            infra_error_policy=args.infra_error_policy,  # type: ignore[arg-type]
+            max_infra_retries=args.max_infra_retries,
+            max_concurrent_envs=args.max_concurrent_envs,
+            max_staleness=args.max_staleness if args.stale_policy == "drop" else None,
+            groups_per_version=args.min_groups_per_step,
+        )
+        torch.manual_seed(args.seed + self.state.global_step)
+        self._train_started = time.perf_counter()
+        self._last_tick = (self._train_started, 0)
+        self.producer.start()
+        return self.producer
+
+    def _stop_producer(self) -> None:
+        if self.producer is not None:
+            self.producer.stop()
+
+    def _sync_weights(self, version: int) -> None:
+        if self.sampler is None:
+            return
+        state_dict = self.accelerator.unwrap_model(self.model).state_dict()
+        self.sampler.update_weights(state_dict, version)
+
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        """TRL's ``train``; the rollout producer is stopped however it ends."""
+        try:
+            return super().train(*args, **kwargs)
+        finally:
+            self._stop_producer()
+            if self.args.write_report and self.is_world_process_zero():
+                from agentrl_trainer.report import write_report
+
+                write_report(self)
+
+    # ----------------------------------------------------------------- the training batch
+
+    def _prepare_inputs(self, generation_batch: Any) -> dict[str, Any]:
+        if not self.model.training:
+            raise NotImplementedError("AgentRLTrainer does not evaluate in-loop; run agentrl-eval on a checkpoint.")
+        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        producer = self._ensure_producer()
+        version = self.state.global_step
+        started = time.perf_counter()
+        # Sync: exactly max_groups_per_step fresh groups. Async: every queued group, at least the minimum
+        # after stale ones are dropped (the dynamic batch size).
+        minimum = args.max_groups_per_step if args.rollout_mode == "sync" else args.min_groups_per_step
+        groups: list[Group] = []
+        while len(groups) < minimum:
+            missing = minimum - len(groups)
+            if args.rollout_mode == "sync":
+                producer.request(missing)
+            fetched = producer.get_groups(missing, args.max_groups_per_step - len(groups), args.rollout_timeout_s)
+            kept = self._filter_stale(fetched, version)
+            producer.discard(len(fetched) - len(kept))
+            groups.extend(kept)
+        idle = time.perf_counter() - started
+        self.idle_s += idle
+        inputs, trajectories = build_inputs(
+            groups,
+            BatchOptions(
+                scale_rewards=args.scale_rewards,
+                task_advantage_normalization=args.task_advantage_normalization,
+                pad_token_id=self._tokenizer.pad_token_id,
+            ),
+        )
+        if self.beta != 0.0:
+            inputs["ref_per_token_logps"] = self._reference_logps(inputs)
+        self._record(groups, trajectories, idle, version)
+        device = self.accelerator.device
+        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+    def _filter_stale(self, groups: list[Group], version: int) -> list[Group]:
+        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        kept = []
+        for group in groups:
+            excess = group.staleness(version) - args.max_staleness
+            if excess <= 0:
+                kept.append(group)
+            elif args.stale_policy == "downweight":
+                group.weight = args.stale_weight_decay**excess
+                kept.append(group)
+            else:
+                self.stale_dropped += 1
+                logger.info(
+                    "dropped a stale group task=%s index=%d staleness=%d policy_version=%d",
+                    group.row.task,
+                    group.row.index,
+                    group.staleness(version),
+                    version,
+                )
+        return kept
+
+    def _reference_logps(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+        attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        model = self.ref_model if self.ref_model is not None else self.model
+        with torch.no_grad():
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, inputs["completion_ids"].size(1)
+            )
+        return logps
+
+    def _record(self, groups: list[Group], trajectories: list[Any], idle_s: float, version: int) -> None:
+        producer = self.producer
+        assert producer is not None
+        values = task_metrics(trajectories)
+        values.update(staleness_metrics(groups, version, self.staleness_histogram))
+        values.update(diversity_metrics(groups))
+        now = time.perf_counter()
+        last_time, last_episodes = self._last_tick
+        episodes = producer.stats.episodes
+        values["rollout/trajectories_per_s"] = (episodes - last_episodes) / max(now - last_time, 1e-9)
+        self._last_tick = (now, episodes)
+        values["rollout/groups_per_step"] = float(len(groups))
+        values["rollout/queue_depth"] = float(producer.queue_depth)
+        values["rollout/trainer_idle_s"] = idle_s
+        values["rollout/trainer_idle_fraction"] = self.idle_s / max(now - self._train_started, 1e-9)
+        values["rollout/stale_dropped_total"] = float(self.stale_dropped)
+        values["rollout/infra_errors_total"] = float(producer.stats.infra_errors)
+        values["rollout/infra_dropped_groups_total"] = float(producer.stats.dropped_groups)
+        values["reward"] = sum(t.reward for t in trajectories) / len(trajectories)
+        for key, value in values.items():
+            self._metrics["train"][key].append(value)
