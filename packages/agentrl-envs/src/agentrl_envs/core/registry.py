@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 import gymnasium as gym
 
 from agentrl_envs.core.errors import UnknownTaskError
 
-__all__ = ["TASKS", "TaskSpec", "make", "register_envs", "resolve_task"]
+__all__ = ["TASKS", "TaskSpec", "create_env", "make", "register_envs", "resolve_task"]
 
 _SPLIT_SUFFIX = {"test": "std", "train": "env_train", "dev": "dev"}
 
@@ -91,7 +92,31 @@ def register_envs() -> None:
     """Register every implemented task with Gymnasium (idempotent)."""
     for spec in TASKS.values():
         if spec.entry_point is not None and spec.env_id not in gym.registry:
-            gym.register(id=spec.env_id, entry_point=spec.entry_point, disable_env_checker=False)
+            gym.register(
+                id=spec.env_id, entry_point=create_env, kwargs={"task": spec.short_name}, disable_env_checker=False
+            )
+
+
+def create_env(*, task: str, controller_url: str | None = None, **kwargs: Any) -> gym.Env:
+    """Entry point of the registered env ids: the task's env, or a ``RemoteEnv`` given ``controller_url``.
+
+    Args:
+        task: The task's short name.
+        controller_url: A controller's API URL (``http://host:5020/api``): the episodes run there.
+        **kwargs: The env's options.
+    """
+    spec = TASKS[task]
+    if controller_url is not None:
+        from agentrl_envs.client.remote import RemoteEnv  # the client is only loaded when asked for
+
+        return RemoteEnv(task, controller_url=controller_url, **kwargs)
+    if spec.entry_point is None:
+        raise UnknownTaskError(f"Task {task!r} ({spec.env_id}) is not implemented yet.")
+    module, _, name = spec.entry_point.partition(":")
+    return getattr(import_module(module), name)(**kwargs)
+
+
+create_env.metadata = {"render_modes": ["ansi"]}  # type: ignore[attr-defined]  # read by gym.make
 
 
 def resolve_task(name: str) -> tuple[TaskSpec, str | None]:
@@ -125,9 +150,11 @@ def make(task: str, **kwargs: Any) -> gym.Env:
         UnknownTaskError: If the name is unknown or the task is not implemented yet.
     """
     spec, split = resolve_task(task)
-    if spec.entry_point is None:
-        raise UnknownTaskError(f"Task {spec.short_name!r} ({spec.env_id}) is not implemented yet.")
     if split is not None:
         kwargs.setdefault("split", split)
+    if spec.entry_point is None:
+        if kwargs.get("controller_url") is not None:  # served by a controller: no local implementation needed
+            return create_env(task=spec.short_name, **kwargs)
+        raise UnknownTaskError(f"Task {spec.short_name!r} ({spec.env_id}) is not implemented yet.")
     register_envs()
     return gym.make(spec.env_id, **kwargs)

@@ -69,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="task option for the env and oracle, e.g. train_file=path.jsonl (repeatable; VALUE is JSON or text)",
     )
     parser.add_argument("--data-root", help="AgentBench data root (default: $AGENTRL_DATA_ROOT)")
+    parser.add_argument(
+        "--controller",
+        metavar="URL",
+        help="run the episodes on an agentrl-controller, e.g. http://127.0.0.1:5020/api (default: in process)",
+    )
+    parser.add_argument("--controller-token", help="the controller's bearer token (default: $AGENTRL_CONTROLLER_TOKEN)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random agent (default 0)")
     parser.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return parser
@@ -176,10 +182,18 @@ def _plans(args: argparse.Namespace) -> list[TaskPlan]:
         options["data_root"] = args.data_root
     if args.backend:
         options["backend"] = args.backend
+    env_options = dict(options)
+    if args.controller:
+        if args.backend or options.keys() - {"data_root"}:
+            raise EnvError("--backend and --option configure the controller's tasks, not --controller runs; drop them.")
+        env_options["controller_url"] = args.controller
+        token = args.controller_token or os.environ.get("AGENTRL_CONTROLLER_TOKEN")
+        if token:
+            env_options["token"] = token
     plans: list[TaskPlan] = []
     for name in [n.strip() for n in args.tasks.split(",") if n.strip()]:
         spec, implied_split = resolve_task(name)
-        if spec.entry_point is None:
+        if spec.entry_point is None and not args.controller:  # a controller may serve it from elsewhere
             implemented = [t.short_name for t in TASKS.values() if t.entry_point]
             raise UnknownTaskError(f"Task {spec.short_name!r} is not implemented yet; available: {implemented}.")
         if args.split and implied_split and args.split != implied_split:
@@ -187,7 +201,7 @@ def _plans(args: argparse.Namespace) -> list[TaskPlan]:
         if any(p.name == spec.short_name for p in plans):
             raise EnvError(f"Task {spec.short_name!r} is given twice in --tasks.")
         split = args.split or implied_split or "test"
-        plans.append(TaskPlan(spec.short_name, split, dict(options), indices, args.limit))
+        plans.append(TaskPlan(spec.short_name, split, dict(env_options), indices, args.limit))
     if not plans:
         raise EnvError("--tasks is empty; give e.g. --tasks db.")
     return plans

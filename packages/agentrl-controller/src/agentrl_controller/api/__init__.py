@@ -1,0 +1,1 @@
+"""The controller's HTTP surface: the ASGI app (``api.app``), its guard, the dashboard and the wire models."""

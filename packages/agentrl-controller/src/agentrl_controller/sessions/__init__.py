@@ -1,0 +1,1 @@
+"""Sessions: admission of new ones, routing to workers, lifetimes and endings."""

@@ -1,0 +1,327 @@
+"""Sessions: one episode of one task on one worker, from ``start_sample`` until it finishes or is cancelled.
+
+The manager owns the rules that make the controller safe to drive from many clients: one request at a
+time per session (a second gets 409), cancel at any point (a request in flight returns at once with
+``cancelled``), idle sessions expire, and a session whose worker is lost ends as ``task error`` with
+``infra_error`` instead of hanging. Finished sessions are freed at once (upstream's eval never cancels a
+finished session) and remembered for a while so a late request gets 409 rather than 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentrl_controller.errors import BadRequestError, NotFoundError, SessionStateError, WorkerError
+from agentrl_controller.metrics import ControllerMetrics
+from agentrl_controller.sessions.admission import AdmissionQueue
+from agentrl_controller.workers.pool import Worker, WorkerPool
+from agentrl_envs.core.status import SampleStatus
+
+__all__ = ["Session", "SessionManager"]
+
+logger = logging.getLogger(__name__)
+
+_RUNNING = SampleStatus.RUNNING.value
+_START_ATTEMPTS = 3
+_CANCEL_TIMEOUT_S = 30.0
+
+
+@dataclass(eq=False)
+class Session:
+    """An open session."""
+
+    session_id: int
+    task: str
+    index: int | str
+    worker: Worker
+    tools: list[dict[str, Any]] | None = None
+    status: str = _RUNNING
+    turns: int = 0
+    created: float = field(default_factory=time.monotonic)
+    last_active: float = field(default_factory=time.monotonic)
+    busy: bool = False
+    started: bool = False
+    """The worker has answered start_sample; before that a failure is retried, not an ending."""
+    ending: asyncio.Event = field(default_factory=asyncio.Event)
+    final: dict[str, Any] | None = None
+    """The observation that ended the session (cancel, lost worker), for a request still in flight."""
+
+
+class SessionManager:
+    """Starts, drives and ends sessions."""
+
+    def __init__(self, pool: WorkerPool, admission: AdmissionQueue, metrics: ControllerMetrics, *, memory: int) -> None:
+        """Bind to the workers; ``memory`` finished sessions are remembered for clearer late errors."""
+        self.pool = pool
+        self.admission = admission
+        self.metrics = metrics
+        self.sessions: dict[int, Session] = {}
+        self._finished: OrderedDict[int, str] = OrderedDict()
+        self._undelivered: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        """Final observations of sessions the controller ended (lost worker, idle), owed to the next interact."""
+        self._memory = memory
+        # Ids keep growing across restarts, so an old id never names a new session on a long-lived worker.
+        self._ids = itertools.count(int(time.time() * 1000) * 1000)
+        self._background: set[asyncio.Task[Any]] = set()
+        pool.on_lost.append(self._worker_lost)
+
+    # ------------------------------------------------------------------ API
+
+    async def start(self, task: str, index: int | str, custom_task: dict[str, Any] | None) -> dict[str, Any]:
+        """Start a session on the least busy worker of ``task`` (waiting in the admission queue if needed).
+
+        Returns:
+            The flat first observation, with ``session_id``.
+        """
+        last_error: WorkerError | None = None
+        for _ in range(_START_ATTEMPTS):
+            worker = await self.admission.acquire(task)
+            session = Session(next(self._ids), task, index, worker)
+            self.sessions[session.session_id] = session
+            try:
+                with self._timed(task, "start_sample"):
+                    out = await worker.client.start_sample(session.session_id, index, custom_task)
+            except WorkerError as e:
+                last_error = e
+                self._forget(session)
+                if e.status_code == 406:  # the worker is full (it may serve other controllers): try another
+                    continue
+                if e.status_code is not None:
+                    raise BadRequestError(f"Task {task!r} refused sample {index!r}: {e}") from e
+                self._check_worker(worker)
+                continue
+            except BaseException:
+                self._forget(session)
+                raise
+            session.started = True
+            self.metrics.sessions_started.labels(task).inc()
+            self.metrics.sessions_active.labels(task).inc()
+            return self._answer(session, out)
+        raise BadRequestError(f"Could not start a session of task {task!r} after {_START_ATTEMPTS} tries: {last_error}")
+
+    async def interact(self, session_id: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """Send the agent's messages to the session's worker; returns the flat observation.
+
+        A session the controller ended meanwhile (its worker was lost, it sat idle too long) answers its
+        final observation once, so the client records ``task error``/``cancelled`` rather than a failed call.
+        """
+        final = self._undelivered.pop(session_id, None)
+        if final is not None:
+            return final
+        session = self._get(session_id)
+        if session.busy:
+            raise SessionStateError(f"Session {session_id} is already processing a request; wait for its answer.")
+        session.busy = True
+        session.last_active = time.monotonic()
+        try:
+            call = asyncio.ensure_future(self._timed_interact(session, messages))
+            ending = asyncio.ensure_future(session.ending.wait())
+            try:
+                await asyncio.wait({call, ending}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                ending.cancel()
+            if session.final is not None:
+                # The controller ended it meanwhile (cancel, lost worker). That ending is what the metrics and
+                # later calls see, so it is the answer even if the worker's reply arrived at the same moment.
+                call.cancel()
+                return dict(session.final)
+            try:
+                out = call.result()
+            except WorkerError as e:
+                return self._fail(session, f"worker error: {e}")
+            except Exception as e:  # session boundary: a bug here must end the session, not the controller
+                logger.exception("session %s: unexpected error in interact", session_id)
+                return self._fail(session, f"controller error: {type(e).__name__}: {e}")
+            env_out = out.get("env_out") if isinstance(out, dict) else None
+            if not isinstance(env_out, dict):
+                return self._fail(session, f"worker answered interact without env_out: {str(out)[:200]}")
+            session.turns += 1
+            self.metrics.interacts.labels(session.task).inc()
+            return self._answer(session, env_out)
+        finally:
+            session.busy = False
+            session.last_active = time.monotonic()
+
+    async def cancel(self, session_id: int) -> str:
+        """Cancel a session at any point; a request in flight on it returns ``cancelled`` at once."""
+        session = self._get(session_id)
+        self._end(session, SampleStatus.CANCELLED.value, reason="cancelled by the client", release=False)
+        self._spawn(self._cancel_on_worker(session))
+        return SampleStatus.CANCELLED.value
+
+    def expire_idle(self, ttl_s: float) -> int:
+        """Cancel sessions idle for more than ``ttl_s`` (none with a request in flight)."""
+        now = time.monotonic()
+        idle = [s for s in self.sessions.values() if s.started and not s.busy and now - s.last_active > ttl_s]
+        for session in idle:
+            logger.info("session %s idle for %.0f s: cancelling", session.session_id, now - session.last_active)
+            reason = f"idle for more than {ttl_s:g} s"
+            self._end(session, SampleStatus.CANCELLED.value, reason=reason, release=False, deliver=True)
+            self._spawn(self._cancel_on_worker(session))
+        return len(idle)
+
+    async def cancel_all(self) -> None:
+        """Cancel every open session and wait for the workers (shutdown)."""
+        sessions = list(self.sessions.values())
+        for session in sessions:
+            self._end(session, SampleStatus.CANCELLED.value, reason="controller shutting down", release=False)
+        await asyncio.gather(*(self._cancel_on_worker(s) for s in sessions), return_exceptions=True)
+        for task in list(self._background):
+            task.cancel()
+
+    # ------------------------------------------------------------------ internals
+
+    def _get(self, session_id: int) -> Session:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            return session
+        status = self._finished.get(session_id)
+        if status is not None:
+            raise SessionStateError(f"Session {session_id} has already ended with status {status!r}.")
+        raise NotFoundError(f"Unknown session {session_id}; start one with POST /api/start_sample.")
+
+    async def _timed_interact(self, session: Session, messages: list[dict[str, Any]]) -> Any:
+        with self._timed(session.task, "interact"):
+            return await session.worker.client.interact(session.session_id, messages)
+
+    def _answer(self, session: Session, out: dict[str, Any]) -> dict[str, Any]:
+        """The client's flat observation; a finishing one frees the session."""
+        tools = out.get("tools")
+        if tools is not None:
+            session.tools = tools
+        metrics = out.get("metrics")
+        if not isinstance(metrics, dict):
+            metrics = out.get("metric") if isinstance(out.get("metric"), dict) else {}
+        status = str(out.get("status") or _RUNNING)
+        finish = bool(out.get("finish", status != _RUNNING))
+        answer = {
+            "session_id": session.session_id,
+            "messages": out.get("messages") or [],
+            "tools": session.tools,
+            "status": status,
+            "finish": finish,
+            "reward": _as_float(out.get("reward")),
+            "metrics": metrics,
+        }
+        if "result" in out:
+            answer["result"] = out["result"]
+        if finish:
+            self._end(session, status, reason=None, release=True)
+        elif not answer["messages"]:
+            # eval rejects a running observation without messages; the worker broke the protocol
+            return self._fail(session, "worker returned a running observation without messages")
+        return answer
+
+    def _fail(self, session: Session, error: str) -> dict[str, Any]:
+        """End a session as an infrastructure fault (``task error`` + ``infra_error``)."""
+        logger.error("session %s (%s): %s", session.session_id, session.task, error)
+        worker_ok = self._check_worker(session.worker)
+        self._end(session, SampleStatus.TASK_ERROR.value, reason=error, release=False)
+        if worker_ok:
+            self._spawn(self._cancel_on_worker(session))
+        assert session.final is not None
+        return dict(session.final)
+
+    def _end(self, session: Session, status: str, *, reason: str | None, release: bool, deliver: bool = False) -> None:
+        """Mark a session ended.
+
+        Args:
+            session: The session.
+            status: Its final status.
+            reason: Why the controller ended it (``None`` when the worker finished it).
+            release: Give its slot back now (otherwise after the worker-side cancel).
+            deliver: Keep the final observation for the client's next interact.
+        """
+        if self.sessions.pop(session.session_id, None) is None:
+            return
+        session.status = status
+        self._remember(session.session_id, status)
+        infra_error = status == SampleStatus.TASK_ERROR.value
+        if reason is not None:
+            session.final = {
+                "session_id": session.session_id,
+                "messages": [],
+                "tools": session.tools,
+                "status": status,
+                "finish": True,
+                "reward": 0.0,
+                "metrics": {"infra_error": infra_error, "error": reason} if infra_error else {"reason": reason},
+            }
+            if deliver and not session.busy:
+                self._undelivered[session.session_id] = session.final
+                while len(self._undelivered) > self._memory:
+                    self._undelivered.popitem(last=False)
+        session.ending.set()
+        self.metrics.sessions_finished.labels(session.task, status).inc()
+        self.metrics.sessions_active.labels(session.task).dec()
+        if release:
+            self.admission.release(session.worker)
+
+    def _forget(self, session: Session) -> None:
+        """Undo a session that never started."""
+        self.sessions.pop(session.session_id, None)
+        self.admission.release(session.worker)
+
+    def _remember(self, session_id: int, status: str) -> None:
+        self._finished[session_id] = status
+        while len(self._finished) > self._memory:
+            self._finished.popitem(last=False)
+
+    async def _cancel_on_worker(self, session: Session) -> None:
+        """Stop the session on its worker, then give its slot back."""
+        try:
+            if session.worker.healthy:
+                with self._timed(session.task, "cancel"):
+                    await asyncio.wait_for(session.worker.client.cancel(session.session_id), _CANCEL_TIMEOUT_S)
+        except (WorkerError, TimeoutError) as e:
+            logger.info("session %s: cancel on worker %s: %s", session.session_id, session.worker.worker_id, e)
+        finally:
+            self.admission.release(session.worker)
+
+    def _check_worker(self, worker: Worker) -> bool:
+        """After a transport failure: a local worker whose process is gone is lost; returns whether it lives."""
+        if worker.kind == "local" and worker.pid is not None and not _alive(worker.pid):
+            self.pool.remove(worker, "process gone")
+        return worker.healthy
+
+    def _worker_lost(self, worker: Worker, reason: str) -> None:
+        self.metrics.workers_lost.labels(worker.task).inc()
+        # A session still starting on it is not ended here: its start_sample fails and is retried elsewhere.
+        for session in [s for s in self.sessions.values() if s.worker is worker and s.started]:
+            error = f"worker lost: {reason}"
+            self._end(session, SampleStatus.TASK_ERROR.value, reason=error, release=True, deliver=True)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    @contextlib.contextmanager
+    def _timed(self, task: str, call: str) -> Any:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.metrics.worker_latency.labels(task, call).observe(time.perf_counter() - start)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _as_float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0

@@ -1,0 +1,256 @@
+"""The local worker: one process serving one task's envs over the worker side of the AgentRL API.
+
+The controller spawns it (``python -m agentrl_controller.workers.local``) on a Unix socket and talks to it
+exactly as it talks to upstream's ``agentrl-worker``: ``start_sample`` with a controller-allocated session
+id, ``interact`` answered as ``{"session_id", "env_out"}``, ``cancel``. Each session owns one env; envs
+of finished episodes are reused by later sessions. The process exits when its parent dies, so a killed
+controller leaves no workers behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from agentrl_controller.api.models import WorkerInteractRequest, WorkerStartSampleRequest
+from agentrl_controller.config import TaskConfig
+from agentrl_controller.workers.envs import env_factory
+from agentrl_envs.core.env import ToolEnv
+from agentrl_envs.core.errors import EnvError
+from agentrl_envs.core.status import SampleStatus
+
+__all__ = ["LocalWorker", "build_worker", "create_worker_app", "main"]
+
+logger = logging.getLogger(__name__)
+
+_METRIC_KEYS = ("score", "infra_error", "round", "fidelity", "backend", "error")
+
+
+class _Refused(Exception):
+    def __init__(self, status_code: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status_code = status_code
+        self.detail = detail
+
+
+@dataclass
+class _Session:
+    session_id: int
+    index: int
+    env: ToolEnv
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    cancelling: bool = False
+
+
+class LocalWorker:
+    """The sessions of one worker process and what it does with them."""
+
+    def __init__(self, make_env: Callable[[], ToolEnv], *, concurrency: int) -> None:
+        """Prepare a worker; the first env is built at once so a broken task fails at start-up."""
+        self.make_env = make_env
+        self.concurrency = concurrency
+        self.sessions: dict[int, _Session] = {}
+        self._idle: list[ToolEnv] = [make_env()]
+        self.num_samples = self._idle[0].num_samples()
+        self.tools = self._idle[0].tools
+
+    def _observation(self, messages: list[dict[str, Any]], reward: float, info: dict[str, Any]) -> dict:
+        status = info.get("status", SampleStatus.RUNNING.value)
+        return {
+            "messages": messages,
+            "tools": self.tools,
+            "status": status,
+            "finish": status != SampleStatus.RUNNING.value,
+            "reward": float(reward),
+            "metric": {k: info[k] for k in _METRIC_KEYS if k in info},
+        }
+
+    async def start_sample(self, request: WorkerStartSampleRequest) -> dict[str, Any]:
+        """Start a session; an env that fails to start ends it at once as ``task error``."""
+        if request.session_id in self.sessions:
+            raise _Refused(400, f"Session ID {request.session_id} already exists")
+        if len(self.sessions) >= self.concurrency:
+            raise _Refused(406, f"Sample concurrency limit reached: {self.concurrency}")
+        index = _as_int_index(request.index, request.custom_task)
+        if not 0 <= index < self.num_samples:
+            raise _Refused(400, f"Index {index} is out of range: the task has {self.num_samples} samples.")
+        env = self._idle.pop() if self._idle else None
+        session = None
+        try:
+            if env is None:
+                env = await asyncio.to_thread(self.make_env)
+            session = _Session(request.session_id, index, env)
+            self.sessions[request.session_id] = session
+            messages, info = await env.areset(options={"index": index})
+        except EnvError as e:
+            self._drop(request.session_id, env, reuse=True)
+            raise _Refused(400, str(e)) from e
+        except Exception as e:  # task boundary: a fault of the env is the task's error
+            logger.exception("session %s: could not start sample %s", request.session_id, index)
+            self._drop(request.session_id, env, reuse=False)
+            info = {"status": SampleStatus.TASK_ERROR.value, "infra_error": True, "score": 0.0, "error": str(e)}
+            return self._observation([], 0.0, info)
+        return self._observation(messages, 0.0, info)
+
+    async def interact(self, request: WorkerInteractRequest) -> dict[str, Any]:
+        """Apply the agent's message to the session's env."""
+        session = self.sessions.get(request.session_id)
+        if session is None:
+            raise _Refused(400, "No such session")
+        if session.lock.locked() or session.cancelling:
+            raise _Refused(400, "Task Executing, please do not send new request.")
+        async with session.lock:
+            action = request.messages[-1] if request.messages else {"role": "assistant", "content": ""}
+            messages, reward, _, _, info = await session.env.astep(action)
+        env_out = self._observation(messages, reward, info)
+        if env_out["finish"]:
+            self._drop(request.session_id, session.env, reuse=not info.get("infra_error", False))
+        return {"session_id": request.session_id, "env_out": env_out}
+
+    async def cancel(self, session_id: int) -> dict[str, Any]:
+        """End a session; waits for a step in progress, then releases the env."""
+        session = self.sessions.get(session_id)
+        if session is None or session.cancelling:
+            raise _Refused(400, "No such session")
+        session.cancelling = True
+        async with session.lock:
+            self.sessions.pop(session_id, None)
+            await asyncio.to_thread(session.env.close)
+        return {"session_id": session_id}
+
+    def _drop(self, session_id: int, env: ToolEnv | None, *, reuse: bool) -> None:
+        self.sessions.pop(session_id, None)
+        if env is None:
+            return
+        if reuse and len(self._idle) < self.concurrency:
+            self._idle.append(env)
+        else:
+            with contextlib.suppress(Exception):
+                env.close()
+
+    def close(self) -> None:
+        """Close every env."""
+        for env in [*self._idle, *(s.env for s in self.sessions.values())]:
+            with contextlib.suppress(Exception):
+                env.close()
+        self.sessions.clear()
+        self._idle.clear()
+
+
+def _as_int_index(index: int | str, custom_task: dict[str, Any] | None) -> int:
+    if index == -1 or custom_task is not None:
+        raise _Refused(400, "Custom tasks (index -1) are not supported by this task.")
+    if isinstance(index, str):
+        if not index.lstrip("-").isdigit():
+            raise _Refused(400, f"Index {index!r} is not a sample index of this task; use an integer.")
+        index = int(index)
+    return index
+
+
+def create_worker_app(worker: LocalWorker) -> Starlette:
+    """The worker's ASGI app (routes under ``/api`` as ``agentrl-worker`` serves them)."""
+
+    async def start_sample(request: Request) -> JSONResponse:
+        body = WorkerStartSampleRequest.model_validate_json(await request.body())
+        out = await worker.start_sample(body)
+        return JSONResponse(out, headers={"session_id": str(body.session_id)})
+
+    async def interact(request: Request) -> JSONResponse:
+        return JSONResponse(await worker.interact(WorkerInteractRequest.model_validate_json(await request.body())))
+
+    async def cancel(request: Request) -> JSONResponse:
+        data = json.loads(await request.body())
+        if not isinstance(data, dict) or not isinstance(data.get("session_id"), int):
+            raise _Refused(400, "Body must be {'session_id': <int>}.")
+        return JSONResponse(await worker.cancel(data["session_id"]))
+
+    async def worker_status(_: Request) -> JSONResponse:
+        return JSONResponse({"concurrency": worker.concurrency, "current": len(worker.sessions)})
+
+    async def get_indices(_: Request) -> JSONResponse:
+        return JSONResponse(list(range(worker.num_samples)))
+
+    async def get_sessions(_: Request) -> JSONResponse:
+        return JSONResponse({str(sid): s.index for sid, s in worker.sessions.items()})
+
+    async def refused(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, _Refused)
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+
+    async def invalid(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": f"Invalid request body: {exc}"}, status_code=422)
+
+    routes = [
+        Route("/api/start_sample", start_sample, methods=["POST"]),
+        Route("/api/interact", interact, methods=["POST"]),
+        Route("/api/cancel", cancel, methods=["POST"]),
+        Route("/api/worker_status", worker_status, methods=["GET"]),
+        Route("/api/get_indices", get_indices, methods=["GET"]),
+        Route("/api/get_sessions", get_sessions, methods=["GET"]),
+    ]
+    handlers = {_Refused: refused, ValidationError: invalid, ValueError: invalid}
+    return Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+
+
+async def _watch_parent(parent_pid: int, server: uvicorn.Server) -> None:
+    """Stop when the controller that spawned us is gone (it may have been killed with -9)."""
+    while os.getppid() == parent_pid:
+        await asyncio.sleep(1.0)
+    logger.warning("controller (pid %s) is gone; worker exiting", parent_pid)
+    server.should_exit = True
+
+
+async def build_worker(task: TaskConfig) -> LocalWorker:
+    """The task's worker, with a thread pool sized for its envs' blocking steps."""
+    factory = env_factory(task.env, split=task.split, options=task.options)
+    worker = await asyncio.to_thread(LocalWorker, factory, concurrency=task.concurrency)
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=min(task.concurrency, 64) + 4))
+    return worker
+
+
+async def _serve(task: TaskConfig, uds: str) -> None:
+    worker = await build_worker(task)
+    app = create_worker_app(worker)
+    config = uvicorn.Config(
+        app, uds=uds, log_level="warning", access_log=False, timeout_keep_alive=3600, backlog=4096, lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    watcher = asyncio.create_task(_watch_parent(os.getppid(), server))
+    try:
+        await server.serve()
+    finally:
+        watcher.cancel()
+        await asyncio.to_thread(worker.close)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of a worker process: ``--task JSON --uds PATH``."""
+    parser = argparse.ArgumentParser(prog="python -m agentrl_controller.workers.local")
+    parser.add_argument("--task", required=True, help="The TaskConfig as JSON.")
+    parser.add_argument("--uds", required=True, help="Unix socket path to listen on.")
+    parser.add_argument("--log-level", default="WARNING")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s worker %(name)s: %(message)s")
+    task = TaskConfig.model_validate_json(args.task)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(task, args.uds))
+
+
+if __name__ == "__main__":
+    main()
