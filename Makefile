@@ -4,7 +4,7 @@ export AGENTRL_DATA_ROOT ?= $(abspath ../shared/agentbench)
 export AGENTRL_CACHE_DIR ?= $(HOME)/.cache/agentrl
 EVAL_ARGS ?= --tasks db --split test --agent oracle --output runs/oracle-db
 
-.PHONY: setup test lint docs eval
+.PHONY: setup test lint docs eval bench
 setup:
 	@bash scripts/bootstrap.sh
 
@@ -20,3 +20,8 @@ test: lint docs
 
 eval: setup
 	uv run agentrl-eval $(EVAL_ARGS)
+
+# `make bench BENCH=env_step BENCH_ARGS="--tasks db"` runs one benchmark under bench/.
+BENCH ?= env_step
+bench: setup
+	uv run python bench/$(BENCH).py $(BENCH_ARGS)

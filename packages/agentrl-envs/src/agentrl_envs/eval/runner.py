@@ -1,0 +1,323 @@
+"""Run evaluation episodes concurrently with asyncio.
+
+Every ``(task, index, run)`` is one job on a shared queue. ``concurrency`` workers take jobs; each borrows an
+environment of the job's task from that task's :class:`EnvPool` (at most ``concurrency`` envs per task, each
+reused across episodes through ``areset``/``astep``) and an agent of its own for that task. An environment
+fault (an :class:`~agentrl_envs.core.errors.InfraError` from ``reset``, ``info["infra_error"]``) is recorded as
+such and never counted against the agent; the env is replaced and the run goes on. Cancelling :meth:`run`
+(Ctrl-C) stops the workers; the finished episodes stay in :attr:`Evaluation.records`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import gymnasium as gym
+
+from agentrl_envs.core.errors import EnvError, InfraError
+from agentrl_envs.core.registry import make
+from agentrl_envs.core.status import SampleStatus
+from agentrl_envs.eval.agents import Agent, AgentFactory
+from agentrl_envs.eval.errors import AgentConfigError, AgentStop
+from agentrl_envs.eval.records import EpisodeRecord
+
+__all__ = ["EnvPool", "Evaluation", "TaskPlan"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """One task of an evaluation: which env to make and which samples to play."""
+
+    name: str
+    """The task's short name (the key in ``results.json``)."""
+    split: str = "test"
+    env_options: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of ``make`` besides ``split`` (``data_root``, ``backend``, ...)."""
+    indices: tuple[int, ...] | None = None
+    """Sample indices to play; ``None`` plays the whole split."""
+    limit: int | None = None
+    """Play only the first ``limit`` of those samples."""
+
+    def select(self, num_samples: int) -> list[int]:
+        """The sample indices to play, checked against the split's size.
+
+        Raises:
+            EnvError: If an index is out of range.
+        """
+        indices = list(self.indices) if self.indices is not None else list(range(num_samples))
+        bad = [i for i in indices if not 0 <= i < num_samples]
+        if bad:
+            raise EnvError(
+                f"Indices {bad} are out of range for {self.name}/{self.split}: it has {num_samples} samples "
+                f"(0..{num_samples - 1})."
+            )
+        return indices[: self.limit] if self.limit is not None else indices
+
+
+class EnvPool:
+    """Up to ``size`` environments of one task, created on demand and reused across episodes."""
+
+    def __init__(self, plan: TaskPlan, size: int) -> None:
+        """Create an empty pool; :meth:`start` makes the first env."""
+        self.plan = plan
+        self.size = size
+        self.num_samples = 0
+        self._idle: list[gym.Env] = []
+        self._created = 0
+        self._free = asyncio.Semaphore(size)
+
+    @property
+    def created(self) -> int:
+        """How many envs the pool holds (idle or borrowed)."""
+        return self._created
+
+    async def start(self) -> None:
+        """Make the first env, which tells the split's size; a wrong option fails here, before any episode."""
+        try:
+            env = await self._make()
+        except EnvError:
+            raise
+        except (TypeError, ValueError) as e:  # gym.make's way of refusing an option the task does not take
+            raise EnvError(
+                f"Could not make {self.plan.name}/{self.plan.split} with options {self.plan.env_options}: {e}"
+            ) from e
+        self.num_samples = env.unwrapped.num_samples()
+        self._idle.append(env)
+
+    async def acquire(self) -> gym.Env:
+        """An idle env, or a new one while the pool is below its size.
+
+        Raises:
+            InfraError: If a new env could not be made.
+        """
+        await self._free.acquire()
+        if self._idle:
+            return self._idle.pop()
+        try:
+            return await self._make()
+        except BaseException:
+            self._free.release()
+            raise
+
+    def release(self, env: gym.Env, *, is_broken: bool = False) -> None:
+        """Give ``env`` back; a broken one is closed and replaced by a fresh one on demand."""
+        if is_broken:
+            _close_quietly(env)
+            self._created -= 1
+        else:
+            self._idle.append(env)
+        self._free.release()
+
+    async def aclose(self) -> None:
+        """Close the idle envs (borrowed ones are closed when given back broken, or left to their worker)."""
+        envs, self._idle = self._idle, []
+        await asyncio.gather(*(asyncio.to_thread(_close_quietly, env) for env in envs))
+
+    async def _make(self) -> gym.Env:
+        self._created += 1
+        try:
+            return await asyncio.to_thread(make, self.plan.name, split=self.plan.split, **self.plan.env_options)
+        except BaseException:
+            self._created -= 1
+            raise
+
+
+def _close_quietly(env: gym.Env) -> None:
+    try:
+        env.close()
+    except Exception:  # closing must not hide the evaluation's outcome
+        logger.exception("error while closing an environment")
+
+
+class Evaluation:
+    """Plays ``runs`` episodes of every selected sample of every task."""
+
+    def __init__(
+        self,
+        plans: list[TaskPlan],
+        agent_factory: AgentFactory,
+        *,
+        concurrency: int = 1,
+        runs: int = 1,
+        on_episode: Callable[[EpisodeRecord], None] | None = None,
+    ) -> None:
+        """Set up an evaluation.
+
+        Args:
+            plans: The tasks and their samples.
+            agent_factory: Builds an agent for ``(task, split)``; called once per worker and task.
+            concurrency: Episodes in flight at once (and the most envs per task).
+            runs: How many times each sample is played.
+            on_episode: Called with each finished episode (e.g. to stream it to disk and advance a progress bar).
+        """
+        if concurrency < 1:
+            raise EnvError(f"concurrency must be at least 1, got {concurrency}.")
+        if runs < 1:
+            raise EnvError(f"runs must be at least 1, got {runs}.")
+        self.plans = plans
+        self.agent_factory = agent_factory
+        self.concurrency = concurrency
+        self.runs = runs
+        self.on_episode = on_episode
+        self.records: list[EpisodeRecord] = []
+        self.jobs: list[tuple[TaskPlan, int, int]] = []
+        self.pools: dict[str, EnvPool] = {}
+
+    @property
+    def total(self) -> int:
+        """How many episodes the evaluation plays (known after :meth:`prepare`)."""
+        return len(self.jobs)
+
+    def planned_samples(self) -> dict[str, int]:
+        """How many distinct samples each task plays (``n`` in ``results.json``), known after :meth:`prepare`."""
+        samples: dict[str, set[int]] = {plan.name: set() for plan in self.plans}
+        for plan, index, _ in self.jobs:
+            samples[plan.name].add(index)
+        return {name: len(indices) for name, indices in samples.items()}
+
+    async def prepare(self) -> None:
+        """Make one env per task and list the jobs.
+
+        Raises:
+            EnvError: For a wrong option or index (nothing has run yet).
+            InfraError: If a task's environment cannot be made at all.
+        """
+        for plan in self.plans:
+            if plan.name not in self.pools:
+                pool = EnvPool(plan, self.concurrency)
+                await pool.start()
+                self.pools[plan.name] = pool
+            indices = plan.select(self.pools[plan.name].num_samples)
+            self.jobs += [(plan, index, run) for run in range(self.runs) for index in indices]
+
+    async def run(self) -> list[EpisodeRecord]:
+        """Play every job; returns the records (also in :attr:`records`) in the order episodes finished."""
+        if not self.pools:
+            await self.prepare()
+        queue: asyncio.Queue[tuple[TaskPlan, int, int]] = asyncio.Queue()
+        for job in self.jobs:
+            queue.put_nowait(job)
+        workers = [asyncio.create_task(self._worker(queue)) for _ in range(min(self.concurrency, len(self.jobs)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await asyncio.gather(*(pool.aclose() for pool in self.pools.values()))
+        return self.records
+
+    async def _worker(self, queue: asyncio.Queue[tuple[TaskPlan, int, int]]) -> None:
+        agents: dict[str, Agent] = {}
+        while not queue.empty():
+            plan, index, run = queue.get_nowait()
+            if plan.name not in agents:
+                agents[plan.name] = self.agent_factory(plan.name, plan.split)
+            record = await self._play(plan, agents[plan.name], index, run)
+            self.records.append(record)
+            if self.on_episode is not None:
+                self.on_episode(record)
+
+    async def _play(self, plan: TaskPlan, agent: Agent, index: int, run: int) -> EpisodeRecord:
+        record = EpisodeRecord(task=plan.name, split=plan.split, index=index, run=run)
+        record.timings = {"started_at": time.time(), "reset_s": 0.0, "agent_s": [], "env_s": [], "total_s": 0.0}
+        started = time.perf_counter()
+        try:
+            env = await self.pools[plan.name].acquire()
+        except InfraError as e:
+            _end(record, SampleStatus.TASK_ERROR, error=f"could not make the environment: {e}", infra_error=True)
+        else:
+            try:
+                await Episode(env.unwrapped, agent, record).play()
+            finally:
+                self.pools[plan.name].release(env, is_broken=record.infra_error)
+        record.timings["total_s"] = time.perf_counter() - started
+        return record
+
+
+class Episode:
+    """One episode between an environment and an agent, recorded into an :class:`EpisodeRecord`."""
+
+    def __init__(self, env: Any, agent: Agent, record: EpisodeRecord) -> None:
+        """Pair an unwrapped env (with ``areset``/``astep``) and an agent for ``record``'s sample."""
+        self.env = env
+        self.agent = agent
+        self.record = record
+
+    async def play(self) -> None:
+        """Reset, then alternate agent and env until the env ends the episode or the agent stops."""
+        record = self.record
+        began = time.perf_counter()
+        try:
+            observation, info = await self.env.areset(options={"index": record.index})
+        except InfraError as e:
+            _end(record, SampleStatus.TASK_ERROR, error=str(e), infra_error=True)
+            return
+        record.timings["reset_s"] = time.perf_counter() - began
+        record.messages = list(observation)
+        tools = info["tools"]
+        self._observe(info)
+        if not await self._ask(self.agent.begin(record.task, record.index, run=record.run)):
+            return
+        while record.status == SampleStatus.RUNNING:
+            began = time.perf_counter()
+            action = await self._ask(self.agent.act(list(record.messages), tools))
+            if action is None:
+                return
+            record.timings["agent_s"].append(time.perf_counter() - began)
+            record.messages.append(action)
+            await self._step(action)
+
+    async def _ask(self, call: Awaitable[T]) -> T | Literal[True] | None:
+        """Await an agent call; ``None`` if the agent stopped the episode (recorded), else its result or ``True``."""
+        record = self.record
+        try:
+            result = await call
+        except AgentStop as e:
+            _end(record, e.status, error=f"{type(e).__name__}: {e}")
+            return None
+        except AgentConfigError:
+            raise
+        except Exception as e:  # episode boundary: an agent bug ends this episode, visibly, not the evaluation
+            logger.exception("%s sample %s: the agent failed", record.task, record.index)
+            _end(record, SampleStatus.CANCELLED, error=f"agent crashed: {type(e).__name__}: {e}")
+            return None
+        return True if result is None else result
+
+    async def _step(self, action: dict[str, Any]) -> None:
+        record = self.record
+        began = time.perf_counter()
+        try:
+            observation, reward, terminated, truncated, info = await self.env.astep(action)
+        except Exception as e:  # episode boundary: ToolEnv already reports its faults in info; this is a worse one
+            logger.exception("%s sample %s: step raised", record.task, record.index)
+            _end(record, SampleStatus.TASK_ERROR, error=f"step raised {type(e).__name__}: {e}", infra_error=True)
+            return
+        record.timings["env_s"].append(time.perf_counter() - began)
+        record.messages.extend(observation)
+        record.rewards.append(float(reward))
+        self._observe(info)
+        if info.get("infra_error"):
+            error = str(info.get("error", "infrastructure error"))
+            _end(record, SampleStatus.TASK_ERROR, error=error, infra_error=True)
+        elif terminated or truncated:
+            record.status = str(info.get("status", SampleStatus.COMPLETED))
+
+    def _observe(self, info: dict[str, Any]) -> None:
+        self.record.info = {key: value for key, value in info.items() if key != "tools"}
+        self.record.score = float(info.get("score") or 0.0)
+
+
+def _end(record: EpisodeRecord, status: SampleStatus, *, error: str, infra_error: bool = False) -> None:
+    record.status = status.value
+    record.error = error
+    record.infra_error = infra_error

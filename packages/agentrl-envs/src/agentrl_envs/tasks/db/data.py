@@ -1,0 +1,95 @@
+"""DBBench samples of each split.
+
+``test`` is upstream's ``dbbench-std`` (``data/dbbench/standard.jsonl``, 300 samples), ``dev`` is
+``data/dbbench/dev.jsonl`` (60). Upstream's training file (``db_out_new.jsonl``) is not in the data root, so
+``train`` reads a JSONL file the user names with ``train_file=``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from agentrl_envs.core.data import DataRoot, read_jsonl
+from agentrl_envs.core.errors import DataError
+
+__all__ = ["SPLIT_FILES", "DBSample", "Table", "load_samples"]
+
+SPLIT_FILES = {"test": "data/dbbench/standard.jsonl", "dev": "data/dbbench/dev.jsonl"}
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One table of a sample: its name, column names and rows (cells as upstream inserts them)."""
+
+    name: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DBSample:
+    """One DBBench question with its tables and gold answer."""
+
+    index: int
+    raw: dict[str, Any]
+    """The sample as stored, for the prompt texts."""
+    query_type: str
+    """``INSERT``, ``UPDATE``, ``DELETE`` or a query type (``counting``, ``ranking``, ...)."""
+    tables: tuple[Table, ...]
+    label: list[Any]
+    """The gold answer values (query types) or the gold statement (modification types)."""
+    answer_md5: str | None
+    """The gold table hash of modification types."""
+
+    @property
+    def ground_truth(self) -> Any:
+        """What the answer is compared with: ``answer_md5`` for modifications, else ``label``."""
+        return self.answer_md5 if self.query_type in ("INSERT", "DELETE", "UPDATE") else self.label
+
+
+def load_samples(data: DataRoot, split: str, train_file: str | os.PathLike[str] | None = None) -> list[DBSample]:
+    """The samples of a split.
+
+    Raises:
+        DataError: If the split's file is missing, ``train`` is asked for without ``train_file``, or a
+            sample lacks the fields DBBench needs.
+    """
+    if split == "train":
+        if train_file is None:
+            raise DataError(
+                "The DB train split reads a JSONL file you pass as train_file=...: upstream's training file "
+                "(data/dbbench/db_out_new.jsonl) is not in the data root. Each line is a sample like those "
+                "of data/dbbench/standard.jsonl."
+            )
+        rows = read_jsonl(train_file)
+        source = str(train_file)
+    elif split in SPLIT_FILES:
+        rows = data.jsonl(SPLIT_FILES[split])
+        source = SPLIT_FILES[split]
+    else:
+        raise DataError(f"Unknown DB split {split!r}; choose test, dev or train.")
+    return [_parse_sample(number, row, source) for number, row in enumerate(rows)]
+
+
+def _parse_sample(index: int, row: dict[str, Any], source: str) -> DBSample:
+    try:
+        query_type = row["type"][0]
+        tables = row["table"] if isinstance(row["table"], list) else [row["table"]]
+        parsed = tuple(_parse_table(t) for t in tables)
+        row["description"]  # noqa: B018 - checked here so a broken sample fails at load, not mid-episode
+    except (KeyError, IndexError, TypeError) as e:
+        hint = " (samples with user_sqlite need upstream's db_train SQLite files, which are not supported)"
+        hint = hint if row.get("user_sqlite") else ""
+        raise DataError(f"{source}: sample {index} lacks the DBBench field {e}{hint}.") from e
+    answer_md5 = row.get("answer_md5")
+    return DBSample(index, row, query_type, parsed, list(row.get("label") or []), answer_md5)
+
+
+def _parse_table(table: dict[str, Any]) -> Table:
+    info = table["table_info"]
+    columns = tuple(str(c["name"]) for c in info["columns"])
+    # upstream inserts every cell as str(cell) into TEXT columns
+    rows = tuple(tuple(str(cell) for cell in row) for row in info["rows"])
+    return Table(str(table["table_name"]), columns, rows)

@@ -1,0 +1,216 @@
+"""A private MariaDB server for the ``mariadb`` backend, started from Debian's ``mariadb-server``.
+
+The server runs ``mariadbd`` on a unix socket in a temporary data directory with networking off, so nothing
+outside this machine (or this user) can reach it. One server is shared by every backend of the process
+(reference-counted through :func:`acquire_server`/:func:`release_server`) and stopped when the last one is
+released, or at interpreter exit. Settings follow upstream's ``mysql:8`` container where MariaDB has them:
+``utf8mb4`` text with a case- and accent-insensitive collation.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from agentrl_envs.core.errors import BackendUnavailableError, InfraError
+from agentrl_envs.tasks.db.backend import scratch_dir
+
+__all__ = ["MariaDBServer", "acquire_server", "release_server"]
+
+logger = logging.getLogger(__name__)
+
+_SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin", "/sbin"])
+_START_TIMEOUT_S = 60.0
+_INSTALL_HINT = "install Debian's MariaDB server: apt-get install mariadb-server"
+
+
+def _which(program: str) -> str:
+    path = shutil.which(program, path=_SEARCH_PATH)
+    if path is None:
+        raise BackendUnavailableError(f"The mariadb backend needs {program!r}, which is not installed; {_INSTALL_HINT}")
+    return path
+
+
+def _die_with_parent() -> None:
+    """In the child: ask Linux to stop the server if this Python process dies without cleaning up."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class MariaDBServer:
+    """One ``mariadbd`` process with its own data directory and socket."""
+
+    def __init__(self) -> None:
+        """Locate the binaries (nothing starts yet).
+
+        Raises:
+            BackendUnavailableError: If ``mariadbd`` or ``mariadb-install-db`` is missing.
+        """
+        self._mariadbd = _which("mariadbd")
+        self._install_db = _which("mariadb-install-db")
+        self._dir: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def socket(self) -> str:
+        """The unix socket clients connect to."""
+        if self._dir is None:
+            raise InfraError("The MariaDB server is not running.")
+        return str(self._dir / "mysqld.sock")
+
+    @property
+    def running(self) -> bool:
+        """Whether the server process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> None:
+        """Initialise a data directory and start the server; returns once it accepts connections.
+
+        Raises:
+            InfraError: If initialisation or start-up fails (the message holds the server log's tail).
+        """
+        self._dir = Path(tempfile.mkdtemp(prefix="agentrl-mariadb-", dir=scratch_dir()))
+        (self._dir / "files").mkdir()
+        try:
+            self._install()
+            self._launch()
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        logger.info("MariaDB server started on %s (pid %s)", self.socket, self._process and self._process.pid)
+
+    def _user_args(self) -> list[str]:
+        return ["--user=root"] if os.geteuid() == 0 else []
+
+    def _install(self) -> None:
+        assert self._dir is not None
+        command = [
+            self._install_db,
+            "--no-defaults",
+            f"--datadir={self._dir / 'data'}",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+            *self._user_args(),
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise InfraError(f"mariadb-install-db failed ({done.returncode}): {(done.stderr or done.stdout)[-2000:]}")
+
+    def _launch(self) -> None:
+        assert self._dir is not None
+        command = [
+            self._mariadbd,
+            "--no-defaults",
+            f"--datadir={self._dir / 'data'}",
+            f"--socket={self.socket}",
+            f"--pid-file={self._dir / 'mysqld.pid'}",
+            f"--log-error={self._dir / 'error.log'}",
+            f"--secure-file-priv={self._dir / 'files'}",
+            "--skip-networking",
+            "--skip-log-bin",
+            "--performance-schema=OFF",
+            "--character-set-server=utf8mb4",
+            "--collation-server=utf8mb4_unicode_520_ci",
+            "--innodb-buffer-pool-size=128M",
+            "--innodb-log-file-size=32M",
+            "--innodb-flush-log-at-trx-commit=0",
+            "--innodb-doublewrite=0",
+            "--max-connections=500",
+            *self._user_args(),
+        ]
+        self._process = subprocess.Popen(  # noqa: S603 - a fixed command line
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent
+        )
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if not self.running:
+                raise InfraError(f"mariadbd exited during start-up: {self._log_tail()}")
+            try:
+                self.connect().close()
+                return
+            except Exception:  # not accepting connections yet
+                time.sleep(0.05)
+        raise InfraError(f"mariadbd did not accept connections within {_START_TIMEOUT_S} s: {self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        log = self._dir / "error.log" if self._dir else None
+        return log.read_text(errors="replace")[-2000:] if log and log.exists() else "(no log)"
+
+    def connect(self, **kwargs: Any) -> Any:
+        """A pymysql connection as root over the socket (``kwargs`` go to ``pymysql.connect``)."""
+        import pymysql
+
+        options = {
+            "unix_socket": self.socket,
+            "user": "root",
+            "charset": "utf8mb4",
+            "autocommit": True,
+            "ssl_disabled": True,
+        }
+        return pymysql.connect(**(options | kwargs))
+
+    def stop(self) -> None:
+        """Stop the server and delete its data directory (idempotent)."""
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.terminate()
+                try:
+                    self._process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+            self._process = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+
+_lock = threading.Lock()
+_shared: MariaDBServer | None = None
+_users = 0
+
+
+def acquire_server() -> MariaDBServer:
+    """The process's shared server, started on first use; pair every call with :func:`release_server`."""
+    global _shared, _users
+    with _lock:
+        if _shared is None or not _shared.running:
+            server = MariaDBServer()
+            server.start()
+            _shared = server
+        _users += 1
+        return _shared
+
+
+def release_server() -> None:
+    """Drop one user of the shared server; the last one stops it."""
+    global _shared, _users
+    with _lock:
+        _users = max(_users - 1, 0)
+        if _users == 0 and _shared is not None:
+            _shared.stop()
+            _shared = None
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    global _shared
+    if _shared is not None:
+        _shared.stop()
+        _shared = None
