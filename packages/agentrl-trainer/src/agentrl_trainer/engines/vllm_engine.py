@@ -85,6 +85,7 @@ class VLLMServerEngine:
         server: VLLMServer | None = None,
         request_timeout_s: float = 600.0,
         weights_dir: Path | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         """Drive the server at ``base_url``.
 
@@ -97,6 +98,8 @@ class VLLMServerEngine:
             server: The server process, when this engine owns it (stopped by :meth:`aclose`).
             request_timeout_s: Longest a generation or weight update may take.
             weights_dir: Where weight files are staged for the server (default: /dev/shm, else the temp dir).
+            extra_body: More vLLM sampling parameters for every request (e.g. ``{"ignore_eos": true}`` in tests);
+                none may change the distribution tokens are drawn from, or the log-probs stop matching the loss.
         """
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}.")
@@ -107,6 +110,7 @@ class VLLMServerEngine:
         self.server = server
         self.request_timeout_s = request_timeout_s
         self.weights_dir = weights_dir or _weights_dir()
+        self.extra_body = dict(extra_body or {})
         self._version = version
         self._update_lock = threading.Lock()
         self._client: httpx.AsyncClient | None = None
@@ -154,6 +158,7 @@ class VLLMServerEngine:
             "return_token_ids": True,
             "skip_special_tokens": False,
             "stop_token_ids": [self.eos_token_id],
+            **self.extra_body,
         }
 
     async def agenerate(self, prompt_ids: list[int], *, max_new_tokens: int) -> Generation:
