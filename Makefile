@@ -1,10 +1,11 @@
-# The two commands that matter: `make eval` (the main job) and `make test` (what CI runs).
+# The commands that matter: `make train` (the main job: async RL on CPU), `make eval` and `make test` (CI).
 SHELL := /bin/bash
 export AGENTRL_DATA_ROOT ?= $(abspath ../shared/agentbench)
 export AGENTRL_CACHE_DIR ?= $(HOME)/.cache/agentrl
+export NO_MKDOCS_2_WARNING ?= 1
 EVAL_ARGS ?= --tasks db --split test --agent oracle --output runs/oracle-db
 
-.PHONY: setup test lint docs eval bench
+.PHONY: setup test lint docs eval train bench
 setup:
 	@bash scripts/bootstrap.sh
 
@@ -20,6 +21,11 @@ test: lint docs
 
 eval: setup
 	uv run agentrl-eval $(EVAL_ARGS)
+
+# `make train TRAIN_CONFIG=... TRAIN_ARGS="max_steps=5"` runs agentrl-train (default: the CPU quickstart).
+TRAIN_CONFIG ?= examples/configs/quickstart.yaml
+train: setup
+	uv run agentrl-train $(TRAIN_CONFIG) $(TRAIN_ARGS)
 
 # `make bench BENCH=env_step BENCH_ARGS="--tasks db"` runs one benchmark under bench/.
 BENCH ?= env_step

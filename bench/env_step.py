@@ -27,6 +27,7 @@ from agentrl_envs.core.registry import TASKS
 # Option sets each task is measured with: a label and the kwargs given to both the env and the oracle.
 VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "db": [("sqlite", {"backend": "sqlite"}), ("mariadb", {"backend": "mariadb"})],
+    "webshop": [("generated", {"backend": "generated"})],
 }
 
 

@@ -11,10 +11,13 @@ fi
 # System packages that backends start themselves (MariaDB for the DB task's mariadb backend).
 missing=()
 command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+# Headless Chromium for the WebShop site's browser test (driven by Playwright's Python package).
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        # Wait for another apt run (e.g. a parallel bootstrap) instead of failing on its lock.
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     else
         echo "bootstrap: please install: ${missing[*]} (apt-get install ${missing[*]})" >&2
     fi

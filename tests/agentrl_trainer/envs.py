@@ -8,7 +8,6 @@ from typing import Any
 
 from agentrl_envs.core import AssistantMessage, SampleStatus, Turn
 from agentrl_envs.core.messages import system_message, user_message
-
 from tests.agentrl_envs.core.toy_env import ToyEnv
 
 TEXTS = ["Say something long.", "Write a few words.", "Answer with text."]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agentrl_trainer import AgentRLConfig, AgentRLTrainer
-from agentrl_trainer.types import Group, Trajectory, TrainingRow
+from agentrl_trainer.types import Group, TrainingRow, Trajectory
 from tests.agentrl_trainer.envs import FlakyEnv, LengthEnv
 
 FACTORIES = {"length": lambda split: LengthEnv(split=split), "flaky": lambda split: FlakyEnv(split=split)}
@@ -120,8 +120,9 @@ def test_checkpoint_save_and_resume_mid_run(tmp_path: Path, tiny_model_path: Pat
     resumed = _trainer(tiny_model_path, tokenizer, _config(tmp_path, max_steps=4, output_dir=str(tmp_path / "r2")))
     resumed.train(resume_from_checkpoint=str(checkpoint))
     assert resumed.state.global_step == 4
+    # The log history holds the checkpoint's steps 1-2 (restored) and the two steps trained after resuming.
     steps = [e["step"] for e in resumed.state.log_history if "env/length/reward" in e]
-    assert steps == [3, 4]
+    assert steps == [1, 2, 3, 4]
     # The rollout engine started from the checkpoint's weights and version, not from scratch.
     assert resumed.sampler is not None and resumed.sampler.policy.version == 4
 
@@ -133,3 +134,15 @@ def test_config_errors_name_the_field_and_the_fix(tmp_path: Path) -> None:
         _config(tmp_path, rollout_mode="later")
     with pytest.raises(ValueError, match="gradient_accumulation_steps=1"):
         _config(tmp_path, gradient_accumulation_steps=2)
+
+
+def test_lagged_engine_turns_do_not_count_as_staleness() -> None:
+    from agentrl_trainer.types import TokenSegment
+
+    row = TrainingRow("length", "train", 0)
+    trajectory = Trajectory(row=row, prompt_ids=[1])
+    trajectory.segments.append(TokenSegment((2,), True, (0.0,), version=9, engine="policy"))
+    trajectory.segments.append(TokenSegment((3,), True, (0.0,), version=4, engine="lagged0", lagged=True))
+    group = Group(row, [trajectory], created_version=9)
+    assert group.staleness(10) == 1
+    assert trajectory.lagged_versions == [4] and trajectory.versions == [9, 4]

@@ -10,8 +10,8 @@ import pytest
 
 from agentrl_envs.eval.cli import main
 
-from .openai_server import Canned, FakeOpenAIServer
-from .toy_task import FLAKY_START, FLAKY_STEP
+from .openai_server import Canned, FakeOpenAIServer, completion
+from .toy_task import FLAKY_START, FLAKY_STEP, call
 
 REPO = Path(__file__).resolve().parents[3]
 TASK_KEYS = {"n", "runs", "success_rate", "mean_reward", "std", "status_counts"}
@@ -132,3 +132,21 @@ def test_db_oracle_through_the_cli(tmp_path: Path) -> None:
     figures = results["tasks"]["db"]
     assert figures["n"] == 10 and figures["successes"] == 10 and figures["infra_errors"] == 0
     assert all(e["info"]["backend"] == "sqlite" and e["split"] == "test" for e in episodes)
+
+
+def test_openai_agent_plays_db_over_http(tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
+    """A model behind real HTTP queries the table with a tool call, reads the result and commits it."""
+    query = "SELECT Notes FROM `Jiu-Jitsu Championships Results` WHERE Method = 'Decision'"
+    openai_server.script(
+        Canned(body=json.dumps(completion(call("execute_sql", call_id="q", query=query), "m"))),
+        Canned(503, "{}", {"Retry-After": "0"}),
+        Canned(body=json.dumps(completion(call("commit_final_answer", answers=["Women +60kg Bronze"]), "m"))),
+    )
+    argv = ["--tasks", "db", "--agent", "openai", "--base-url", openai_server.base_url, "--model", "m"]
+    assert main([*argv, "--indices", "0", "--output", str(tmp_path)]) == 0
+    results, episodes = read_outputs(tmp_path)
+    assert results["tasks"]["db"]["successes"] == 1
+    tool_reply = openai_server.requests[-1]["messages"][-1]
+    assert tool_reply == {"role": "tool", "tool_call_id": "q", "content": "[('Women +60kg Bronze',)]"}
+    assert [t["function"]["name"] for t in openai_server.requests[0]["tools"]] == ["execute_sql", "commit_final_answer"]
+    assert [c["function"]["name"] for c in episodes[0]["tool_calls"]] == ["execute_sql", "commit_final_answer"]

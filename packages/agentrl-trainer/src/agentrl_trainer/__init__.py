@@ -2,7 +2,7 @@
 
 from agentrl_trainer.config import AgentRLConfig
 from agentrl_trainer.trainer import AgentRLTrainer
-from agentrl_trainer.types import Generation, Group, TokenSegment, Trajectory, TrainingRow
+from agentrl_trainer.types import Generation, Group, TokenSegment, TrainingRow, Trajectory
 
 __version__ = "0.1.0"
 
@@ -12,7 +12,7 @@ __all__ = [
     "Generation",
     "Group",
     "TokenSegment",
-    "Trajectory",
     "TrainingRow",
+    "Trajectory",
     "__version__",
 ]

@@ -1,9 +1,9 @@
-"""Turn complete groups into the tensors TRL's GRPO loss reads.
+r"""Turn complete groups into the tensors TRL's GRPO loss reads.
 
 Layout follows ``GRPOTrainer._generate_and_score_completions``: prompts left-padded, completions
 right-padded, ``completion_mask`` marks real completion tokens and ``tool_mask`` the model's own tokens
 (TRL multiplies the two, so environment tokens carry no loss). ``old_per_token_logps`` are the log-probs
-of the engine that sampled each token, so the loss's ratio :math:`\\pi_\\theta / \\pi_{\\text{behaviour}}` is
+of the engine that sampled each token, so the loss's ratio :math:`\pi_\theta / \pi_{\text{behaviour}}` is
 the token-level importance-sampling correction for asynchrony and for cross-policy sampling alike.
 """
 

@@ -60,7 +60,11 @@ class AgentRLConfig(GRPOConfig):
 
     # ----------------------------------------------------------------- async pipeline
     min_groups_per_step: int = field(
-        default=1, metadata={"help": "Dynamic batch size: train as soon as this many complete groups are queued."}
+        default=1,
+        metadata={
+            "help": "Dynamic batch size: train as soon as this many complete groups are queued "
+            "(also the groups admitted per policy version, see max_staleness)."
+        },
     )
     max_groups_per_step: int = field(
         default=4, metadata={"help": "Dynamic batch size: take at most this many groups per optimizer step."}
@@ -69,7 +73,13 @@ class AgentRLConfig(GRPOConfig):
         default=8, metadata={"help": "Groups in flight or queued at once (the bounded queue; backpressure)."}
     )
     max_staleness: int = field(
-        default=2, metadata={"help": "Groups whose oldest turn lags more policy versions than this are stale."}
+        default=2,
+        metadata={
+            "help": "Groups whose oldest current-policy turn lags more versions than this are stale "
+            "(lagged-engine turns lag by design and do not count). With stale_policy=drop, rollouts are also "
+            "admitted so that at most "
+            "(max_staleness + 1) * min_groups_per_step groups are live per version."
+        },
     )
     stale_policy: str = field(default="drop", metadata={"help": "Stale groups: drop them, or downweight them."})
     stale_weight_decay: float = field(

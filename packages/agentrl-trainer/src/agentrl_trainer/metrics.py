@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from agentrl_trainer.types import Group, Trajectory
 
-__all__ = ["is_success", "task_metrics", "staleness_metrics"]
+__all__ = ["diversity_metrics", "is_success", "staleness_metrics", "task_metrics"]
 
 
 def is_success(trajectory: Trajectory) -> bool:
@@ -48,6 +48,17 @@ def staleness_metrics(groups: list[Group], current_version: int, histogram: Coun
         "rollout/staleness_mean": sum(values) / len(values) if values else 0.0,
         "rollout/staleness_max": float(max(values, default=0)),
     }
-    engines = [e for g in groups for t in g.trajectories for e in t.engines]
-    out["rollout/lagged_turn_fraction"] = sum(e != "policy" for e in engines) / len(engines) if engines else 0.0
+    lags = [current_version - v for g in groups for t in g.trajectories for v in t.lagged_versions]
+    out["rollout/lagged_version_lag_mean"] = sum(lags) / len(lags) if lags else 0.0
+    turns = [s.lagged for g in groups for t in g.trajectories for s in t.segments if s.is_action]
+    out["rollout/lagged_turn_fraction"] = sum(turns) / len(turns) if turns else 0.0
     return out
+
+
+def diversity_metrics(groups: list[Group]) -> dict[str, float]:
+    """Distinct action-token sequences per group (``rollout/distinct_actions_per_group``): GRPO's exploration."""
+    distinct = [
+        len({tuple(t for s in traj.segments if s.is_action for t in s.token_ids) for traj in g.trajectories})
+        for g in groups
+    ]
+    return {"rollout/distinct_actions_per_group": sum(distinct) / len(distinct) if distinct else 0.0}

@@ -36,7 +36,7 @@ from trl import GRPOTrainer
 from agentrl_trainer.batch import BatchOptions, build_inputs
 from agentrl_trainer.config import AgentRLConfig
 from agentrl_trainer.envs import TaskEnvFactory, make_env_factory, num_samples
-from agentrl_trainer.metrics import staleness_metrics, task_metrics
+from agentrl_trainer.metrics import diversity_metrics, staleness_metrics, task_metrics
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.engine import RolloutEngine
 from agentrl_trainer.rollout.episode import EpisodeLimits
@@ -182,6 +182,8 @@ class AgentRLTrainer(GRPOTrainer):
             infra_error_policy=args.infra_error_policy,  # type: ignore[arg-type]
             max_infra_retries=args.max_infra_retries,
             max_concurrent_envs=args.max_concurrent_envs,
+            max_staleness=args.max_staleness if args.stale_policy == "drop" else None,
+            groups_per_version=args.min_groups_per_step,
         )
         torch.manual_seed(args.seed + self.state.global_step)
         self._train_started = time.perf_counter()
@@ -219,18 +221,18 @@ class AgentRLTrainer(GRPOTrainer):
         producer = self._ensure_producer()
         version = self.state.global_step
         started = time.perf_counter()
+        # Sync: exactly max_groups_per_step fresh groups. Async: every queued group, at least the minimum
+        # after stale ones are dropped (the dynamic batch size).
+        minimum = args.max_groups_per_step if args.rollout_mode == "sync" else args.min_groups_per_step
         groups: list[Group] = []
-        while not groups:
+        while len(groups) < minimum:
+            missing = minimum - len(groups)
             if args.rollout_mode == "sync":
-                producer.request(args.max_groups_per_step)
-                fetched = producer.get_groups(
-                    args.max_groups_per_step, args.max_groups_per_step, args.rollout_timeout_s
-                )
-            else:
-                fetched = producer.get_groups(
-                    args.min_groups_per_step, args.max_groups_per_step, args.rollout_timeout_s
-                )
-            groups = self._filter_stale(fetched, version)
+                producer.request(missing)
+            fetched = producer.get_groups(missing, args.max_groups_per_step - len(groups), args.rollout_timeout_s)
+            kept = self._filter_stale(fetched, version)
+            producer.discard(len(fetched) - len(kept))
+            groups.extend(kept)
         idle = time.perf_counter() - started
         self.idle_s += idle
         inputs, trajectories = build_inputs(
@@ -283,6 +285,7 @@ class AgentRLTrainer(GRPOTrainer):
         assert producer is not None
         values = task_metrics(trajectories)
         values.update(staleness_metrics(groups, version, self.staleness_histogram))
+        values.update(diversity_metrics(groups))
         now = time.perf_counter()
         last_time, last_episodes = self._last_tick
         episodes = producer.stats.episodes

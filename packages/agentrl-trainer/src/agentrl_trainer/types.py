@@ -39,6 +39,8 @@ class TokenSegment:
     logprobs: tuple[float, ...] = ()
     version: int = -1
     engine: str = ""
+    lagged: bool = False
+    """Sampled by a lagged engine (cross-policy sampling): its lag is by design, not asynchrony."""
 
 
 @dataclass(slots=True)
@@ -79,6 +81,16 @@ class Trajectory:
         return [s.version for s in self.segments if s.is_action]
 
     @property
+    def policy_versions(self) -> list[int]:
+        """Policy version of each action segment sampled by the current-policy engine (not a lagged one)."""
+        return [s.version for s in self.segments if s.is_action and not s.lagged]
+
+    @property
+    def lagged_versions(self) -> list[int]:
+        """Policy version of each action segment sampled by a lagged engine."""
+        return [s.version for s in self.segments if s.is_action and s.lagged]
+
+    @property
     def engines(self) -> list[str]:
         """Engine name of each action segment, in order."""
         return [s.engine for s in self.segments if s.is_action]
@@ -106,10 +118,13 @@ class Group:
 
     @property
     def min_version(self) -> int:
-        """Oldest policy version that produced any turn of the group."""
-        versions = [v for t in self.trajectories for v in t.versions]
+        """Oldest policy version that produced a turn of the group, lagged engines' turns aside.
+
+        Lagged engines lag by design (up to ``lagged_refresh_steps``); staleness measures the lag asynchrony adds.
+        """
+        versions = [v for t in self.trajectories for v in t.policy_versions]
         return min(versions) if versions else self.created_version
 
     def staleness(self, current_version: int) -> int:
-        """How many optimizer steps the group's oldest turn lags behind ``current_version``."""
+        """How many optimizer steps the group's oldest current-policy turn lags behind ``current_version``."""
         return max(0, current_version - self.min_version)

@@ -54,7 +54,14 @@ TASKS: dict[str, TaskSpec] = {
         ),
         TaskSpec("kg", "AgentBench/KG-v0", "kg", "kg", None),
         TaskSpec("os", "AgentBench/OS-v0", "os", "os", None),
-        TaskSpec("webshop", "AgentBench/WebShop-v0", "webshop", "webshop", None),
+        TaskSpec(
+            "webshop",
+            "AgentBench/WebShop-v0",
+            "webshop",
+            "webshop",
+            "agentrl_envs.tasks.webshop.env:WebShopEnv",
+            "agentrl_envs.tasks.webshop.oracle:WebShopOracle",
+        ),
     )
 }
 

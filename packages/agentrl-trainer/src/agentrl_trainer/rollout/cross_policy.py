@@ -67,6 +67,10 @@ class EngineSampler:
             return self._rng.choice(self.lagged)
         return self.policy
 
+    def is_lagged(self, engine: RolloutEngine) -> bool:
+        """Whether ``engine`` is one of the lagged engines."""
+        return any(engine is lagged for lagged in self.lagged)
+
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Push ``version`` to the policy engine, and to the lagged engines every K versions."""
         self.policy.update_weights(state_dict, version)

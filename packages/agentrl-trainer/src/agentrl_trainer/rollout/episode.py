@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrl_envs.core import InfraError
-
 from agentrl_trainer.rollout.chat import env_message_ids, parse_assistant, render_prompt
 from agentrl_trainer.rollout.engine import RolloutEngine
-from agentrl_trainer.types import TokenSegment, Trajectory, TrainingRow
+from agentrl_trainer.types import TokenSegment, TrainingRow, Trajectory
 
 __all__ = ["EpisodeLimits", "run_episode"]
 
@@ -47,8 +46,17 @@ async def run_episode(
     tokenizer: Any,
     pick_engine: Callable[[], RolloutEngine],
     limits: EpisodeLimits,
+    is_lagged: Callable[[RolloutEngine], bool] | None = None,
 ) -> Trajectory:
     """Play one episode of ``row`` on ``env`` (an unwrapped :class:`~agentrl_envs.core.ToolEnv` or RemoteEnv).
+
+    Args:
+        row: The sample to play.
+        env: The environment (reset here).
+        tokenizer: Renders the chat template and parses tool calls.
+        pick_engine: Chooses the engine of each turn (cross-policy sampling).
+        limits: Turn and token limits.
+        is_lagged: Whether an engine is a lagged one; recorded on its turns (default: none is).
 
     Returns:
         The trajectory; ``infra_error`` is set (and the reward meaningless) when the environment failed.
@@ -79,7 +87,12 @@ async def run_episode(
             break
         trajectory.segments.append(
             TokenSegment(
-                generation.token_ids, True, generation.logprobs, version=generation.version, engine=generation.engine
+                generation.token_ids,
+                True,
+                generation.logprobs,
+                version=generation.version,
+                engine=generation.engine,
+                lagged=bool(is_lagged and is_lagged(engine)),
             )
         )
         action = parse_assistant(tokenizer, list(generation.token_ids), context, tools, turn)

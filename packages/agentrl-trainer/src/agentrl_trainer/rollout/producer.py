@@ -6,6 +6,11 @@ most ``queue_size`` groups are in flight or waiting: that bound is the backpress
 waiting group can get. In ``sync`` mode no slot is free until the trainer asks for a batch, which gives
 TRL's generate-then-train schedule on the same code path.
 
+Staleness is bounded at admission too (AReaL's rule): with ``max_staleness`` S and ``groups_per_version`` B
+(the trainer's minimum groups per step), a new group starts only while fewer than ``(v - v0 + S + 1) * B``
+groups have been started since the producer began at version ``v0``; the trainer takes at least B groups per
+version, so groups rarely wait long enough to go stale. Groups dropped before training are not counted.
+
 Environment faults never become rewards: an episode whose environment failed is retried on a fresh
 environment (up to ``max_infra_retries``) or, with ``infra_error_policy="drop_group"`` or once the
 retries are spent, its whole group is dropped. Both are counted.
@@ -26,7 +31,7 @@ from typing import Any, Literal
 
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
-from agentrl_trainer.types import Group, Trajectory, TrainingRow
+from agentrl_trainer.types import Group, TrainingRow, Trajectory
 
 __all__ = ["EnvFactory", "ProducerStats", "RolloutProducer"]
 
@@ -102,6 +107,8 @@ class RolloutProducer:
         infra_error_policy: Literal["retry", "drop_group"] = "retry",
         max_infra_retries: int = 2,
         max_concurrent_envs: int = 64,
+        max_staleness: int | None = None,
+        groups_per_version: int = 1,
     ) -> None:
         """Configure the producer; :meth:`start` begins playing."""
         if queue_size < 1:
@@ -117,6 +124,11 @@ class RolloutProducer:
         self.infra_error_policy = infra_error_policy
         self.max_infra_retries = max_infra_retries
         self.max_concurrent_envs = max_concurrent_envs
+        self.max_staleness = max_staleness
+        self.groups_per_version = groups_per_version
+        self.started_groups = 0
+        self.discarded_groups = 0
+        self._base_version = sampler.policy.version
         self.stats = ProducerStats()
         self.status_counts: Counter[str] = Counter()
         self._groups: queue.Queue[Group] = queue.Queue()
@@ -171,6 +183,10 @@ class RolloutProducer:
                 self._release_slot()
         return taken
 
+    def discard(self, groups: int) -> None:
+        """The trainer dropped ``groups`` taken groups (stale): they no longer count against admission."""
+        self.discarded_groups += groups
+
     @property
     def queue_depth(self) -> int:
         """Complete groups waiting for the trainer."""
@@ -224,10 +240,23 @@ class RolloutProducer:
         self.stats.busy_started = time.perf_counter()
         while not self._stopping:
             await self._slots.acquire()
+            await self._admit()
             row = next(self.rows)
+            self.started_groups += 1
             task = asyncio.create_task(self._play_group(row), name=f"group-{row.task}-{row.index}")
             self._tasks.add(task)
             task.add_done_callback(self._group_done)
+
+    async def _admit(self) -> None:
+        """Wait until a new group cannot go stale before the trainer reaches it (see the module docstring)."""
+        if self.mode != "async" or self.max_staleness is None:
+            return
+        while not self._stopping:
+            versions = self.sampler.policy.version - self._base_version + self.max_staleness + 1
+            live = self.started_groups - self.discarded_groups - self.stats.dropped_groups
+            if live < versions * self.groups_per_version:
+                return
+            await asyncio.sleep(0.01)
 
     def _group_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -279,7 +308,12 @@ class RolloutProducer:
             healthy = False
             try:
                 trajectory = await run_episode(
-                    row, env, tokenizer=self.tokenizer, pick_engine=self.sampler.pick, limits=self.limits
+                    row,
+                    env,
+                    tokenizer=self.tokenizer,
+                    pick_engine=self.sampler.pick,
+                    limits=self.limits,
+                    is_lagged=self.sampler.is_lagged,
                 )
                 healthy = not trajectory.infra_error
             finally:

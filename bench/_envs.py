@@ -1,0 +1,61 @@
+"""In-process calibration tasks for the trainer benches: cheap to step, with a reward a tiny model can move.
+
+``talk``: two turns; the second answer's length (up to 20 characters) is the reward, so a random tiny model
+already gets a spread of rewards within a group. ``LatencyEnv`` adds a heavy-tailed (Pareto) delay to every
+step, standing in for the tool calls, SQL queries and web pages of the real tasks.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+from agentrl_envs.core import AssistantMessage, SampleStatus, ToolEnv, Turn
+from agentrl_envs.core.messages import system_message, user_message
+
+PROMPTS = ["Say something long.", "Write a few words.", "Answer with text.", "Tell me more.", "Describe it."]
+CORPUS = [*PROMPTS, "Talk.", "More.", "Use a tool.", "Finish.", "Find the number."]
+
+
+class TalkEnv(ToolEnv):
+    """Two turns of free text; reward = length of the second answer / 20, capped at 1."""
+
+    task = "talk"
+    default_max_rounds = 2
+
+    def _tool_schemas(self) -> list[dict[str, Any]]:
+        return []
+
+    def num_samples(self) -> int:
+        return len(PROMPTS)
+
+    def _start(self, index: int) -> list[dict[str, Any]]:
+        return [system_message("Talk."), user_message(PROMPTS[index % len(PROMPTS)])]
+
+    def _respond(self, message: AssistantMessage) -> Turn:
+        if self._round < 2:
+            return Turn([user_message("More.")])
+        return Turn([], SampleStatus.COMPLETED, reward=min(1.0, len(message.content or "") / 20))
+
+
+class LatencyEnv(TalkEnv):
+    """A TalkEnv whose steps sleep a Pareto-distributed time: median ``scale_s * 2**(1/alpha)``, capped."""
+
+    scale_s = 0.1
+    alpha = 1.5
+    cap_s = 4.0
+    _rng = random.Random(0)
+    _lock = threading.Lock()
+
+    @classmethod
+    def reseed(cls, seed: int) -> None:
+        """Make the delay sequence repeatable (one generator shared by every instance)."""
+        cls._rng = random.Random(seed)
+
+    def _respond(self, message: AssistantMessage) -> Turn:
+        with LatencyEnv._lock:
+            delay = min(self.cap_s, self.scale_s * LatencyEnv._rng.paretovariate(self.alpha))
+        time.sleep(delay)
+        return super()._respond(message)

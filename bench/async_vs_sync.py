@@ -1,0 +1,136 @@
+"""Async pays: trajectories per second of asynchronous vs synchronous rollouts, side by side in one run.
+
+Both modes train the same tiny model on the same task (``talk`` with a heavy-tailed Pareto step latency)
+for the same number of optimizer steps:
+
+* ``sync`` is TRL's schedule: start a batch of ``--groups`` GRPO groups, wait for every episode (the slowest
+  tail included), then train; no rollout runs during the update.
+* ``async`` is AgentRL's: rollouts run beside training; each step takes every complete group queued (between
+  ``--groups`` and ``2 * --groups``, the dynamic batch), staleness is bounded by ``--max-staleness``.
+
+Reports trained trajectories per second, the async/sync ratio, the trainer's idle fraction (time spent
+waiting for rollouts) and the staleness of the trained groups.
+
+    uv run python bench/async_vs_sync.py                    # about 3 minutes on 2 CPU cores
+    uv run python bench/async_vs_sync.py --steps 12 --scale-s 0.2
+
+Prints a table and, last, one JSON line with every figure (what ``docs/benchmarks.md`` records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _envs import CORPUS, LatencyEnv
+from agentrl_trainer import AgentRLConfig, AgentRLTrainer
+from agentrl_trainer.tiny import TinyModelSpec, build_tiny_model, load_tokenizer
+
+
+def run_mode(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    LatencyEnv.reseed(args.seed)
+    queue = (args.max_staleness + 1) * args.groups
+    config = AgentRLConfig(
+        output_dir=str(out / mode),
+        tasks=["talk"],
+        rollout_mode=mode,
+        num_generations=args.generations,
+        max_steps=args.steps,
+        min_groups_per_step=args.groups,
+        max_groups_per_step=args.groups if mode == "sync" else 2 * args.groups,
+        queue_size=max(queue, 2 * args.groups),
+        max_staleness=args.max_staleness,
+        max_turns=2,
+        max_new_tokens_per_turn=args.new_tokens,
+        max_total_tokens=1024,
+        learning_rate=1e-4,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        write_report=False,
+        seed=args.seed,
+    )
+    trainer = AgentRLTrainer(
+        str(model_path),
+        config,
+        processing_class=load_tokenizer(model_path),
+        env_factories={"talk": lambda split: LatencyEnv(split=split)},
+    )
+    started = time.perf_counter()
+    trainer.train()
+    wall_s = time.perf_counter() - started
+    logs = [e for e in trainer.state.log_history if "env/talk/episodes" in e]
+    trajectories = sum(e["env/talk/episodes"] for e in logs)
+    histogram = dict(sorted(trainer.staleness_histogram.items()))
+    return {
+        "mode": mode,
+        "steps": trainer.state.global_step,
+        "wall_s": wall_s,
+        "trajectories": int(trajectories),
+        "trajectories_per_s": trajectories / wall_s,
+        "trainer_idle_fraction": trainer.idle_s / wall_s,
+        "groups_per_step": sum(e["rollout/groups_per_step"] for e in logs) / len(logs),
+        "staleness_max": max(histogram, default=0),
+        "staleness_mean": sum(k * v for k, v in histogram.items()) / max(sum(histogram.values()), 1),
+        "staleness_histogram": {str(k): v for k, v in histogram.items()},
+        "stale_dropped": trainer.stale_dropped,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=12, help="optimizer steps per mode")
+    parser.add_argument("--groups", type=int, default=4, help="GRPO groups per step (sync) / minimum (async)")
+    parser.add_argument("--generations", type=int, default=4, help="episodes per group (G)")
+    parser.add_argument("--max-staleness", type=int, default=2)
+    parser.add_argument("--new-tokens", type=int, default=16, help="max new tokens per turn")
+    parser.add_argument("--scale-s", type=float, default=0.2, help="Pareto scale of the env step latency")
+    parser.add_argument("--alpha", type=float, default=1.5, help="Pareto shape (smaller: heavier tail)")
+    parser.add_argument("--hidden-size", type=int, default=64, help="tiny model width (sets the update's cost)")
+    parser.add_argument("--layers", type=int, default=2, help="tiny model depth")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    LatencyEnv.scale_s, LatencyEnv.alpha = args.scale_s, args.alpha
+
+    model_path = build_tiny_model(
+        CORPUS,
+        TinyModelSpec(
+            vocab_size=384,
+            hidden_size=args.hidden_size,
+            intermediate_size=2 * args.hidden_size,
+            num_hidden_layers=args.layers,
+            seed=args.seed,
+        ),
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        results = {mode: run_mode(mode, model_path, args, Path(tmp)) for mode in ("sync", "async")}
+    ratio = results["async"]["trajectories_per_s"] / results["sync"]["trajectories_per_s"]
+
+    header = ("mode", "steps", "wall s", "traj", "traj/s", "idle", "groups/step", "stale max")
+    print("{:6} {:>5} {:>7} {:>5} {:>7} {:>6} {:>11} {:>9}".format(*header))
+    for r in results.values():
+        print(
+            f"{r['mode']:6} {r['steps']:5d} {r['wall_s']:7.1f} {r['trajectories']:5d} {r['trajectories_per_s']:7.2f} "
+            f"{r['trainer_idle_fraction']:6.1%} {r['groups_per_step']:11.1f} {r['staleness_max']:9d}"
+        )
+    print(f"async/sync trajectories per second: {ratio:.2f}x")
+    figures = {
+        "bench": "async_vs_sync",
+        "machine": f"{platform.machine()} {platform.system()}",
+        "config": vars(args),
+        "ratio": ratio,
+        **results,
+    }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

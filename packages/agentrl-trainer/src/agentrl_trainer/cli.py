@@ -1,0 +1,136 @@
+"""``agentrl-train CONFIG.yaml [KEY=VALUE ...]``: train with :class:`~agentrl_trainer.AgentRLTrainer` from a YAML file.
+
+The YAML holds :class:`ModelArguments` fields and :class:`~agentrl_trainer.AgentRLConfig` fields side by side
+(parsed by transformers' ``HfArgumentParser``, so an unknown key is an error). ``KEY=VALUE`` arguments
+override the file (values are read as YAML: ``max_steps=5``, ``tasks=[db]``).
+``model_name_or_path: tiny`` builds a tiny Qwen2 model and a tokenizer trained on the tasks' text, so the
+quickstart runs on a CPU-only machine with no model hub.
+
+Exit codes: 0 done; 1 training failed; 2 bad arguments or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["ModelArguments", "build_parser", "load_config", "main"]
+
+logger = logging.getLogger("agentrl_trainer.cli")
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass
+class ModelArguments:
+    """Which model to train (TRL scripts' ``ModelConfig``, reduced to what this CLI needs)."""
+
+    model_name_or_path: str = field(
+        default="tiny",
+        metadata={"help": "A model path or hub id, or 'tiny' to build a tiny model and tokenizer locally."},
+    )
+    tiny_vocab_size: int = field(default=1024, metadata={"help": "tiny: tokenizer vocabulary size."})
+    tiny_hidden_size: int = field(default=64, metadata={"help": "tiny: hidden size."})
+    tiny_num_layers: int = field(default=2, metadata={"help": "tiny: decoder layers."})
+    tiny_corpus_samples: int = field(
+        default=60, metadata={"help": "tiny: samples per task whose text trains the tokenizer."}
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(
+        prog="agentrl-train",
+        description="Train an LLM agent with AgentRLTrainer (async multi-turn GRPO) on AgentBench tasks.",
+    )
+    parser.add_argument("config", type=Path, help="YAML file of ModelArguments and AgentRLConfig fields")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="override a field, e.g. max_steps=5")
+    return parser
+
+
+def load_config(path: Path, overrides: Sequence[str] = ()) -> tuple[ModelArguments, Any]:
+    """Read ``path``, apply ``KEY=VALUE`` overrides and build the two configs.
+
+    Raises:
+        ValueError: On a malformed override, an unknown key or a value a config rejects.
+    """
+    from transformers import HfArgumentParser
+
+    from agentrl_trainer.config import AgentRLConfig
+
+    values = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(values, dict):
+        raise ValueError(f"{path} must hold a mapping of config fields, not {type(values).__name__}.")
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"Override {item!r} is not KEY=VALUE.")
+        values[key] = yaml.safe_load(raw)
+    model_args, config = HfArgumentParser((ModelArguments, AgentRLConfig)).parse_dict(values)
+    return model_args, config
+
+
+def prepare_model(model_args: ModelArguments, config: Any) -> tuple[str, Any]:
+    """The model path and tokenizer; ``tiny`` builds (or reuses from the cache) a model for ``config.tasks``."""
+    from agentrl_trainer.tiny import TinyModelSpec, build_tiny_model, load_tokenizer
+
+    path = model_args.model_name_or_path
+    if path == "tiny":
+        from agentrl_trainer.corpus import task_corpus
+        from agentrl_trainer.envs import make_env_factory
+
+        corpus = task_corpus(
+            make_env_factory(), config.tasks, config.task_split, max_samples=model_args.tiny_corpus_samples
+        )
+        spec = TinyModelSpec(
+            vocab_size=model_args.tiny_vocab_size,
+            hidden_size=model_args.tiny_hidden_size,
+            intermediate_size=2 * model_args.tiny_hidden_size,
+            num_hidden_layers=model_args.tiny_num_layers,
+            seed=config.seed,
+        )
+        path = str(build_tiny_model(corpus, spec))
+        logger.info("tiny model at %s", path)
+    return path, load_tokenizer(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``agentrl-train``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        model_args, config = load_config(args.config, args.overrides)
+    except (OSError, ValueError, yaml.YAMLError) as e:
+        print(f"agentrl-train: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from agentrl_trainer.trainer import AgentRLTrainer
+
+    try:
+        path, tokenizer = prepare_model(model_args, config)
+        trainer = AgentRLTrainer(path, config, processing_class=tokenizer)
+        trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
+        trainer.save_model(config.output_dir)
+    except KeyboardInterrupt:
+        print("agentrl-train: interrupted", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as e:  # process boundary: one line for the user, the traceback in the log
+        logger.exception("training failed")
+        print(f"agentrl-train: training failed: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    summary = Path(config.output_dir) / "summary.json"
+    print(f"agentrl-train: done; model, summary.json and plots in {config.output_dir}")
+    if summary.is_file():
+        print(summary.read_text())
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

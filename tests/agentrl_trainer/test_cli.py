@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from agentrl_trainer.cli import load_config, main
+
+QUICKSTART = Path(__file__).parents[2] / "examples" / "configs" / "quickstart.yaml"
+
+
+def test_quickstart_config_parses_and_overrides_apply() -> None:
+    model_args, config = load_config(QUICKSTART, ["max_steps=3", "tasks=[db]", "lagged_fraction=0.5"])
+    assert model_args.model_name_or_path == "tiny"
+    assert config.max_steps == 3 and config.tasks == ["db"] and config.lagged_fraction == 0.5
+
+
+def test_unknown_keys_and_bad_overrides_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError, match=re.escape("not KEY=VALUE")):
+        load_config(QUICKSTART, ["max_steps"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tasks: [db]\nmax_stepz: 3\n")
+    assert main([str(bad)]) == 2
+    assert "max_stepz" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_quickstart_trains_on_the_db_task_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    code = main([str(QUICKSTART), "max_steps=2", "tasks=[db]", f"output_dir={out}", "tiny_corpus_samples=10"])
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 2 and "db" in summary["tasks"]
+    assert summary["stale_dropped_groups"] == 0
+    assert (out / "model.safetensors").is_file() and (out / "reward.png").is_file()
+
+
+@pytest.mark.slow
+def test_the_trl_style_example_script_runs_a_smoke_run(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).parents[2] / "examples" / "train_agentbench.py"
+    args = ["--model_name_or_path", "tiny", "--tasks", "db", "--task_split", "dev", "--max_steps", "1"]
+    args += ["--tiny_corpus_samples", "10", "--max_turns", "2", "--max_new_tokens_per_turn", "8"]
+    args += ["--report_to", "none", "--save_strategy", "no", "--output_dir", str(tmp_path / "run")]
+    result = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "run" / "model.safetensors").is_file()
