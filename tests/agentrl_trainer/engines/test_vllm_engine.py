@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentrl_trainer.engines import VLLMServerEngine
+from agentrl_trainer.engines import EngineRouter, ReplicaFailure, VLLMServerEngine
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.engine import RolloutEngine
 from tests.agentrl_trainer.engines.helpers import greedy, perturbed, prompts, token_logprobs
@@ -165,3 +165,26 @@ def test_updates_are_serialised_across_threads(engines: list[VLLMServerEngine], 
     for t in threads:
         t.join()
     assert engine.version in (1, 2, 3)
+
+
+def test_a_router_routes_around_a_dead_vllm_server(
+    engines: list[VLLMServerEngine], vllm_tokenizer: Any, hf_model: Any
+) -> None:
+    dead = VLLMServerEngine("http://127.0.0.1:19119", eos_token_id=vllm_tokenizer.eos_token_id, name="dead")
+    router = EngineRouter([dead, engines[0]], name="policy")
+    batch = prompts(vllm_tokenizer, 4)
+
+    async def main() -> list[Any]:
+        try:
+            return await asyncio.gather(*(router.agenerate(p, max_new_tokens=8) for p in batch), return_exceptions=True)
+        finally:
+            await router.aclose()
+
+    first = asyncio.run(main())
+    failures = [r for r in first if isinstance(r, ReplicaFailure)]
+    assert len(failures) == 2 and router.alive == [False, True]  # the dead server took half the first wave
+    again = asyncio.run(main())
+    assert all(g.engine == "policy" and len(g.token_ids) >= 1 for g in again)
+    router.update_weights(perturbed(hf_model), 1)
+    assert router.version == 1 and engines[0].version == 1
+    assert router.stats.failed_requests == 2 and router.stats.dead_replicas == 1
