@@ -124,9 +124,7 @@ def main() -> None:
     print(
         f"{'vllm':<8} {vllm_figures['tokens_per_s']:>10.0f} {vllm_figures['seconds']:>8.2f} {vllm_update * 1e3:>10.1f}"
     )
-    print(
-        f"vllm/hf tokens/s: {ratio:.2f}x; vllm server start-up: {startup_s:.0f} s; update file: {update_mb:.2f} MiB"
-    )
+    print(f"vllm/hf tokens/s: {ratio:.2f}x; vllm server start-up: {startup_s:.0f} s; update file: {update_mb:.2f} MiB")
     print(
         json.dumps(
             {
