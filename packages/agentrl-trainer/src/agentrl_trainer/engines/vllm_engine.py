@@ -44,7 +44,12 @@ __all__ = ["VLLMServerEngine", "save_state_dict"]
 logger = logging.getLogger(__name__)
 
 
+WEIGHTS_DIR_ENV = "AGENTRL_VLLM_WEIGHTS_DIR"
+
+
 def _weights_dir() -> Path:
+    if os.environ.get(WEIGHTS_DIR_ENV):  # servers on other hosts: a mount both sides see
+        return Path(os.environ[WEIGHTS_DIR_ENV])
     shm = Path("/dev/shm")
     return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
 
@@ -97,7 +102,8 @@ class VLLMServerEngine:
             version: Policy version of the weights the server starts with.
             server: The server process, when this engine owns it (stopped by :meth:`aclose`).
             request_timeout_s: Longest a generation or weight update may take.
-            weights_dir: Where weight files are staged for the server (default: /dev/shm, else the temp dir).
+            weights_dir: Where weight files are staged for the server (default: $AGENTRL_VLLM_WEIGHTS_DIR, else
+                /dev/shm, else the temp dir); the server must see the same path.
             extra_body: More vLLM sampling parameters for every request (e.g. ``{"ignore_eos": true}`` in tests);
                 none may change the distribution tokens are drawn from, or the log-probs stop matching the loss.
         """
