@@ -171,8 +171,10 @@ class AgentRLTrainer(GRPOTrainer):
 
         args: AgentRLConfig = self.args  # type: ignore[assignment]
         staged = stage_model(model, self._tokenizer, Path(args.output_dir) / "vllm-model")
+        # The trainer's dtype, not vLLM's "auto" (bfloat16 on CPUs): the sampling log-probs must match the loss's.
+        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         server = VLLMServerConfig(
-            model=str(staged), max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
+            model=str(staged), dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
         )
         common = {"server": server, "eos_token_id": self._tokenizer.eos_token_id, "temperature": args.temperature}
         policy = vllm_engine(

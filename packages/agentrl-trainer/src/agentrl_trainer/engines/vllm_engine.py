@@ -121,6 +121,7 @@ class VLLMServerEngine:
         self._update_lock = threading.Lock()
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
         self.generated_tokens = 0
         self.requests = 0
         self.last_update_s = 0.0
@@ -184,9 +185,13 @@ class VLLMServerEngine:
             raise RuntimeError(f"vLLM server {self.base_url} answered {response.status_code}: {response.text[:500]}")
         choice = response.json()["choices"][0]
         token_ids = tuple(int(t) for t in choice["token_ids"])
-        logprobs = tuple(float(lp) for lp in choice["logprobs"]["token_logprobs"])
-        if len(logprobs) != len(token_ids):
-            raise RuntimeError(f"vLLM returned {len(token_ids)} tokens but {len(logprobs)} log-probs.")
+        raw = choice["logprobs"]["token_logprobs"]
+        if len(raw) != len(token_ids) or any(lp is None for lp in raw):
+            raise RuntimeError(
+                f"vLLM returned {len(token_ids)} tokens but log-probs {raw[:8]}...: a missing or infinite log-prob "
+                "usually means a low-precision dtype; serve the trainer's dtype (float32 on CPU)."
+            )
+        logprobs = tuple(float(lp) for lp in raw)
         self.requests += 1
         self.generated_tokens += len(token_ids)
         finish = "stop" if token_ids and token_ids[-1] == self.eos_token_id else "length"
@@ -203,6 +208,11 @@ class VLLMServerEngine:
             RuntimeError: If the server refused the update; the engine keeps its old version.
         """
         with self._update_lock:
+            if self._closed:
+                # The rollout loop has shut down (it closes its engines), and its error, if any, is the one to
+                # report: an update of a stopped server would only mask it with "connection refused".
+                self._version = version
+                return
             started = time.perf_counter()
             self.weights_dir.mkdir(parents=True, exist_ok=True)
             path = self.weights_dir / f"agentrl-{os.getpid()}-{id(self):x}-{self.name}-v{version}.safetensors"
@@ -223,7 +233,9 @@ class VLLMServerEngine:
         logger.debug("engine %s now at policy_version=%d (%.3fs)", self.name, version, self.last_update_s)
 
     async def aclose(self) -> None:
-        """Close the HTTP client, and stop the server when this engine owns it."""
+        """Close the HTTP client, and stop the server when this engine owns it (later updates are no-ops)."""
+        if self.server is not None:
+            self._closed = True
         if self._client is not None:
             try:
                 await self._client.aclose()
