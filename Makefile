@@ -1,4 +1,4 @@
-# The commands that matter: `make train` (the main job: async RL on CPU), `make eval` and `make test` (CI).
+# The two commands that matter: `make train` (the main job: async RL on CPU) and `make test` (CI); also `make eval`.
 SHELL := /bin/bash
 export AGENTRL_DATA_ROOT ?= $(abspath ../shared/agentbench)
 export AGENTRL_CACHE_DIR ?= $(HOME)/.cache/agentrl
@@ -17,7 +17,7 @@ docs: setup
 	uv run mkdocs build --strict --quiet --site-dir site
 
 test: lint docs
-	uv run pytest
+	@bash scripts/test.sh $(PYTEST_ARGS)
 
 eval: setup
 	uv run agentrl-eval $(EVAL_ARGS)

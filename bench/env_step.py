@@ -28,6 +28,9 @@ from agentrl_envs.core.registry import TASKS
 VARIANTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "db": [("sqlite", {"backend": "sqlite"}), ("mariadb", {"backend": "mariadb"})],
     "webshop": [("generated", {"backend": "generated"})],
+    "kg": [("inprocess", {"backend": "inprocess"}), ("virtuoso", {"backend": "virtuoso"})],
+    "os": [("bwrap", {"backend": "bwrap"}), ("docker", {"backend": "docker"})],
+    "alfworld": [("process", {}), ("inline", {"engine": "inline"})],
 }
 
 

@@ -119,7 +119,7 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ",".join(VARIANTS))
     parser.add_argument("--steps", type=int, default=25, help="RL optimizer steps per run")
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--sft-steps", type=int, default=60)
+    parser.add_argument("--sft-steps", type=int, default=100)
     parser.add_argument("--eval-episodes", type=int, default=16, help="episodes per sample in evaluation")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -130,7 +130,7 @@ def main() -> None:
     before: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):
-            path = build_tiny_model(CORPUS, TinyModelSpec(vocab_size=300, seed=seed))
+            path = build_tiny_model(CORPUS, TinyModelSpec(vocab_size=512, seed=seed))
             tokenizer = load_tokenizer(path)
             torch.manual_seed(seed)
             model = AutoModelForCausalLM.from_pretrained(path)

@@ -146,3 +146,23 @@ def test_lagged_engine_turns_do_not_count_as_staleness() -> None:
     group = Group(row, [trajectory], created_version=9)
     assert group.staleness(10) == 1
     assert trajectory.lagged_versions == [4] and trajectory.versions == [9, 4]
+
+
+def test_the_progress_bar_shows_the_live_reward_per_task(tmp_path: Path, tiny_model_path: Path, tokenizer: Any) -> None:
+    from agentrl_trainer.trainer import _LiveReward
+
+    trainer = _trainer(tiny_model_path, tokenizer, _config(tmp_path))
+
+    class Bar:
+        postfix: dict[str, str] = {}
+
+        def set_postfix(self, values: dict[str, str], refresh: bool = True) -> None:
+            Bar.postfix = values
+
+    class Progress:
+        training_bar = Bar()
+
+    trainer.callback_handler.callbacks.append(Progress())
+    live = next(c for c in trainer.callback_handler.callbacks if isinstance(c, _LiveReward))
+    live.on_log(trainer.args, trainer.state, None, logs={"env/db/reward": 0.25, "env/kg/reward": -0.2, "loss": 1.0})
+    assert Bar.postfix == {"db": "0.25", "kg": "-0.20"}

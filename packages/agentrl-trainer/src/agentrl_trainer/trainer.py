@@ -66,6 +66,24 @@ class _WeightSync(TrainerCallback):
         self.trainer._sync_weights(state.global_step)
 
 
+class _LiveReward(TrainerCallback):
+    """Show the latest per-task reward on the training progress bar."""
+
+    def __init__(self, trainer: AgentRLTrainer) -> None:
+        self.trainer = trainer
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        rewards = {
+            k.split("/")[1]: v for k, v in (logs or {}).items() if k.startswith("env/") and k.endswith("/reward")
+        }
+        if not rewards:
+            return
+        for callback in self.trainer.callback_handler.callbacks:
+            bar = getattr(callback, "training_bar", None)
+            if bar is not None:
+                bar.set_postfix({task: f"{value:.2f}" for task, value in sorted(rewards.items())}, refresh=False)
+
+
 class AgentRLTrainer(GRPOTrainer):
     """GRPO on multi-turn tool-use environments with asynchronous rollouts (see the module docstring)."""
 
@@ -111,6 +129,7 @@ class AgentRLTrainer(GRPOTrainer):
         )
         self._ensure_response_parser()
         self.add_callback(_WeightSync(self))
+        self.add_callback(_LiveReward(self))
         self.producer: RolloutProducer | None = None
         self.sampler: EngineSampler | None = None
         self.staleness_histogram: Counter[int] = Counter()

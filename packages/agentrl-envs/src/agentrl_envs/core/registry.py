@@ -43,7 +43,14 @@ class TaskSpec:
 TASKS: dict[str, TaskSpec] = {
     spec.short_name: spec
     for spec in (
-        TaskSpec("alfworld", "AgentBench/ALFWorld-v0", "alfworld", "alfworld", None),
+        TaskSpec(
+            "alfworld",
+            "AgentBench/ALFWorld-v0",
+            "alfworld",
+            "alfworld",
+            "agentrl_envs.tasks.alfworld.env:AlfworldEnv",
+            "agentrl_envs.tasks.alfworld.oracle:AlfworldOracle",
+        ),
         TaskSpec(
             "db",
             "AgentBench/DB-v0",
@@ -52,8 +59,22 @@ TASKS: dict[str, TaskSpec] = {
             "agentrl_envs.tasks.db.env:DBEnv",
             "agentrl_envs.tasks.db.oracle:DBOracle",
         ),
-        TaskSpec("kg", "AgentBench/KG-v0", "kg", "kg", None),
-        TaskSpec("os", "AgentBench/OS-v0", "os", "os", None),
+        TaskSpec(
+            "kg",
+            "AgentBench/KG-v0",
+            "kg",
+            "kg",
+            "agentrl_envs.tasks.kg.env:KGEnv",
+            "agentrl_envs.tasks.kg.oracle:KGOracle",
+        ),
+        TaskSpec(
+            "os",
+            "AgentBench/OS-v0",
+            "os",
+            "os",
+            "agentrl_envs.tasks.os.env:OSEnv",
+            "agentrl_envs.tasks.os.oracle:OSOracle",
+        ),
         TaskSpec(
             "webshop",
             "AgentBench/WebShop-v0",

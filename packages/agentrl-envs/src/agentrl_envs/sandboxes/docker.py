@@ -1,0 +1,306 @@
+"""The ``docker`` backend: sandboxes as containers of a real Docker engine, through the ``docker`` SDK.
+
+Containers run ``sleep infinity`` as their main process with ``--network none`` and memory (no swap), CPU
+and process limits (upstream: 1 GB, 2 CPUs). The episode's shell is an interactive login bash started with
+``docker exec`` on a terminal; independent processes are further ``docker exec`` s. A warm pool keeps
+``pool_size`` started containers per image: a lease takes one exclusively (the pool refills in the
+background) and the container is removed when the episode ends, so no state crosses episodes.
+Images come from ``env_images/`` (``env_images/os/build``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import select
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentrl_envs.core.errors import BackendUnavailableError, InfraError
+from agentrl_envs.sandboxes.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxBackend, ShellResult
+from agentrl_envs.sandboxes.cgroup import Cgroup, CgroupCounters
+from agentrl_envs.sandboxes.shell import ShellChannel, ShellDriver
+
+__all__ = ["LABEL", "OWNER_LABEL", "DockerBackend", "DockerSandbox", "owner"]
+
+logger = logging.getLogger(__name__)
+
+LABEL = "agentrl.sandbox"
+"""Label on every container this backend starts, valued with its image name (used to find leftovers)."""
+OWNER_LABEL = "agentrl.owner"
+"""Label naming the process that started the container: ``<hostname>:<pid>``."""
+_SHELL_ENV = {"TERM": "dumb", "HOME": "/root", "USER": "root", "LANG": "C.UTF-8"}
+
+
+def owner() -> str:
+    """The :data:`OWNER_LABEL` value of this process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _client() -> Any:
+    try:
+        import docker
+    except ImportError as e:
+        raise BackendUnavailableError(
+            "The docker sandbox backend needs the docker SDK: pip install 'agentrl-envs[docker]'."
+        ) from e
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as e:
+        raise BackendUnavailableError(
+            f"No Docker engine reachable ({e}). Start dockerd (see docs/sandboxes.md) or use backend='bwrap'."
+        ) from e
+    return client
+
+
+class _SocketChannel(ShellChannel):
+    """The raw stream of a ``docker exec`` with a terminal (no multiplexing headers when tty=True)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def send(self, data: bytes) -> None:
+        with contextlib.suppress(OSError):  # a dead peer shows up as end of stream on the next recv
+            self.sock.sendall(data)
+
+    def recv(self, timeout: float) -> bytes | None:
+        ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
+        if not ready:
+            return None
+        try:
+            return self.sock.recv(65536)
+        except (BlockingIOError, TimeoutError):
+            return None
+        except OSError:
+            return b""
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+class DockerSandbox(Sandbox):
+    """One leased container and its shell."""
+
+    def __init__(self, client: Any, container: Any, *, image: str, limits: Limits) -> None:
+        """Start the shell in a running container (taken from the pool or just started).
+
+        Raises:
+            InfraError: If the shell does not come up (the container is removed).
+        """
+        self.client = client
+        self.container = container
+        self.image = image
+        self.limits = limits
+        self._driver: ShellDriver | None = None
+        self._shell_pid = 0
+        try:
+            self._start_shell()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start_shell(self) -> None:
+        api = self.client.api
+        exec_id = api.exec_create(
+            self.container.id, ["bash", "--login", "-i"], stdin=True, tty=True, environment=_SHELL_ENV, workdir=WORKDIR
+        )["Id"]
+        sock = api.exec_start(exec_id, socket=True, tty=True)
+        raw = getattr(sock, "_sock", sock)
+        raw.setblocking(False)
+        self._driver = ShellDriver(_SocketChannel(raw), what=f"docker sandbox {self.container.short_id} ({self.image})")
+        self._driver.setup(timeout=30.0)
+        self._shell_pid = int(api.exec_inspect(exec_id)["Pid"])
+        self.container.reload()
+        self._cgroup = _container_cgroup(int(self.container.attrs["State"]["Pid"]))
+        self._init_pid = int(self.container.attrs["State"]["Pid"])
+
+    @property
+    def shell_pid(self) -> int:
+        """The host pid of the shell (the ``docker exec`` ed bash)."""
+        return self._shell_pid
+
+    @property
+    def alive(self) -> bool:
+        """Whether the shell process is still running."""
+        return self._driver is not None and self._shell_pid > 0 and Path(f"/proc/{self._shell_pid}").exists()
+
+    def run_shell(self, script: str) -> ShellResult:
+        """Run ``script`` in the shell; limits that were hit are reported in ``notes``."""
+        if self._driver is None:
+            raise InfraError(f"docker sandbox {self.container.short_id}: the shell is not running.")
+        before = self._counters()
+        output, timed_out = self._driver.run(script, timeout=self.limits.command_timeout_s, hard_stop=self._hard_stop)
+        after = self._counters()
+        notes = []
+        if after.pids_max_hits > before.pids_max_hits:
+            killed = self._hard_stop()
+            notes.append(
+                f"[the process limit of {self.limits.pids} was reached; {killed} process(es) other than the "
+                "shell were killed]"
+            )
+        if after.oom_kills > before.oom_kills:
+            count = after.oom_kills - before.oom_kills
+            notes.append(f"[the memory limit of {self.limits.memory_mb} MiB was reached; {count} process(es) killed]")
+        return ShellResult(output, timed_out, notes)
+
+    def _counters(self) -> CgroupCounters:
+        return self._cgroup.counters() if self._cgroup is not None else CgroupCounters(0, 0)
+
+    def _hard_stop(self) -> int:
+        if self._cgroup is None:
+            return 0
+        return self._cgroup.kill(spare=frozenset({self._init_pid, self._shell_pid}))
+
+    def exec(self, argv: list[str], *, timeout: float | None = None) -> ExecResult:
+        """Run ``argv`` as root in the container (``timeout`` enforced with coreutils' ``timeout``)."""
+        limit = timeout if timeout is not None else self.limits.command_timeout_s
+        command = ["timeout", "-s", "KILL", f"{limit:g}", *argv]
+        try:
+            code, (stdout, stderr) = self.container.exec_run(command, demux=True, workdir=WORKDIR, user="root")
+        except Exception as e:
+            raise InfraError(f"docker sandbox {self.container.short_id}: exec failed: {e}") from e
+        return ExecResult(code, stdout or b"", stderr or b"", timed_out=code == 137)
+
+    def settle(self) -> None:
+        """Wait until the container's background processes stop changing (see :meth:`Cgroup.settle`)."""
+        if self._cgroup is not None:
+            self._cgroup.settle(ignore=frozenset({self._init_pid, self._shell_pid}))
+
+    def close(self) -> None:
+        """Close the shell and remove the container."""
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+        with contextlib.suppress(Exception):
+            self.container.remove(force=True)
+
+
+def _container_cgroup(pid: int) -> Cgroup | None:
+    """The container's cgroup directories on the host (for limit counters and killing), if visible."""
+    dirs: dict[str, Path] = {}
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for controller in ("memory", "pids", "freezer"):
+            if controller in controllers.split(","):
+                dirs[controller] = Path("/sys/fs/cgroup") / controller / path.lstrip("/")
+        if controllers == "" and Path("/sys/fs/cgroup/cgroup.controllers").is_file():
+            dirs["unified"] = Path("/sys/fs/cgroup") / path.lstrip("/")
+    return Cgroup(dirs) if dirs else None
+
+
+class DockerBackend(SandboxBackend):
+    """Opens :class:`DockerSandbox` es from a warm pool of started containers per image."""
+
+    name = "docker"
+
+    def __init__(self, tag: Callable[[str], str], *, limits: Limits | None = None, pool_size: int = 2) -> None:
+        """Connect to the engine.
+
+        Args:
+            tag: Maps an image name (``default``) to its Docker tag (``agentrl/os-default:latest``).
+            limits: Per-container limits (upstream's by default).
+            pool_size: Started containers kept ready per image (0: start one per lease, i.e. cold).
+
+        Raises:
+            BackendUnavailableError: If the SDK is missing or no engine answers.
+        """
+        self.client = _client()
+        self.tag = tag
+        self.limits = limits or Limits()
+        self.pool_size = pool_size
+        self._pools: dict[str, deque[Any]] = {}
+        self._lock = threading.Lock()
+        self._refills: set[threading.Thread] = set()
+        self._closed = False
+
+    def open(self, image: str) -> DockerSandbox:
+        """Lease a warm container of ``image`` (or start one) and start its shell."""
+        container = self._take(image)
+        if self.pool_size > 0:
+            self._refill(image)
+        return DockerSandbox(self.client, container, image=image, limits=self.limits)
+
+    def _take(self, image: str) -> Any:
+        with self._lock:
+            pool = self._pools.setdefault(image, deque())
+            while pool:
+                container = pool.popleft()
+                with contextlib.suppress(Exception):
+                    container.reload()
+                    if container.status == "running":
+                        return container
+                with contextlib.suppress(Exception):
+                    container.remove(force=True)
+        return self._start(image)
+
+    def _refill(self, image: str) -> None:
+        def fill() -> None:
+            while not self._closed:
+                with self._lock:
+                    if len(self._pools.setdefault(image, deque())) >= self.pool_size:
+                        return
+                try:
+                    container = self._start(image)
+                except InfraError:
+                    logger.exception("docker pool: could not start a container of %s", image)
+                    return
+                with self._lock:
+                    if self._closed:
+                        with contextlib.suppress(Exception):
+                            container.remove(force=True)
+                        return
+                    self._pools[image].append(container)
+
+        thread = threading.Thread(target=fill, name=f"docker-pool-{image}", daemon=True)
+        self._refills = {t for t in self._refills if t.is_alive()} | {thread}
+        thread.start()
+
+    def _start(self, image: str) -> Any:
+        import docker.errors
+
+        limits = self.limits
+        tag = self.tag(image)
+        try:
+            return self.client.containers.run(
+                tag,
+                entrypoint=["/bin/sleep"],
+                command=["infinity"],
+                detach=True,
+                network_mode="none",
+                mem_limit=f"{limits.memory_mb}m",
+                memswap_limit=f"{limits.memory_mb}m",
+                nano_cpus=int(limits.cpus * 1e9),
+                pids_limit=limits.pids,
+                working_dir=WORKDIR,
+                user="root",
+                hostname=secrets.token_hex(6),
+                labels={LABEL: image, OWNER_LABEL: owner()},
+            )
+        except docker.errors.ImageNotFound as e:
+            raise BackendUnavailableError(f"Docker image {tag} is missing; build it with env_images/os/build.") from e
+        except docker.errors.DockerException as e:
+            raise InfraError(f"Could not start a container of {tag}: {e}") from e
+
+    def close(self) -> None:
+        """Stop refilling and remove every pooled container."""
+        self._closed = True
+        for thread in list(self._refills):
+            thread.join(timeout=30)
+        with self._lock:
+            pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            for container in pool:
+                with contextlib.suppress(Exception):
+                    container.remove(force=True)

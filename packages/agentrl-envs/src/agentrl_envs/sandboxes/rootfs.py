@@ -1,0 +1,185 @@
+"""Root filesystems for sandboxes, built without any image registry.
+
+A :class:`RootfsRecipe` names a Debian suite and a provisioning script. :func:`ensure_rootfs` builds it
+once with ``debootstrap --variant=minbase`` plus the script (run in a bubblewrap build sandbox that has the
+network, so apt works), stores the result as a tarball under ``<cache dir>/rootfs/`` keyed by the recipe's
+hash, and keeps an unpacked copy next to it for the ``bwrap`` backend. Changing the recipe (or the
+script) changes the hash, so the rootfs is rebuilt; an unchanged one is reused in milliseconds.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentrl_envs.core.data import resolve_cache_dir
+from agentrl_envs.core.errors import BackendUnavailableError, InfraError
+
+__all__ = ["RootfsRecipe", "ensure_rootfs", "rootfs_tarball"]
+
+logger = logging.getLogger(__name__)
+
+_BUILDER_VERSION = "1"
+"""Bumped when the build procedure itself changes, so every cached rootfs is rebuilt."""
+_COMPLETE = ".complete"
+"""Suffix of the marker file written next to an unpacked rootfs once it is whole."""
+
+
+@dataclass(frozen=True)
+class RootfsRecipe:
+    """How to build one root filesystem."""
+
+    name: str
+    """Short name, part of the cache key (``os-default``)."""
+    script: Path | None = None
+    """A provisioning script run as root inside the new tree with ``script_args``; ``None`` for a bare base."""
+    script_args: tuple[str, ...] = ()
+    suite: str = "bookworm"
+    mirror: str = "http://deb.debian.org/debian"
+    base_packages: tuple[str, ...] = field(default=())
+    """Extra packages debootstrap includes in the base (``--include``)."""
+
+    def base(self) -> RootfsRecipe:
+        """The bare debootstrap recipe this one starts from (shared by recipes of the same suite)."""
+        return RootfsRecipe(
+            f"{self.suite}-minbase", suite=self.suite, mirror=self.mirror, base_packages=self.base_packages
+        )
+
+    def digest(self) -> str:
+        """A hash of everything that determines the result."""
+        spec = {
+            "builder": _BUILDER_VERSION,
+            "suite": self.suite,
+            "mirror": self.mirror,
+            "base_packages": list(self.base_packages),
+            "script": self.script.read_text(encoding="utf-8") if self.script else None,
+            "script_args": list(self.script_args),
+        }
+        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+    @property
+    def key(self) -> str:
+        """The cache key: name plus hash."""
+        return f"{self.name}-{self.digest()}"
+
+
+def rootfs_tarball(recipe: RootfsRecipe, *, cache_dir: Path | None = None) -> Path:
+    """The recipe's tarball, building it if needed (``docker import`` takes it as is)."""
+    ensure_rootfs(recipe, cache_dir=cache_dir)
+    return _store(cache_dir) / f"{recipe.key}.tar"
+
+
+def ensure_rootfs(recipe: RootfsRecipe, *, cache_dir: Path | None = None) -> Path:
+    """The unpacked root filesystem of ``recipe``, built or unpacked from its tarball when missing.
+
+    Raises:
+        BackendUnavailableError: If ``debootstrap`` or ``bwrap`` is missing and the rootfs must be built.
+        InfraError: If the build fails (the message carries the tool's output).
+    """
+    store = _store(cache_dir)
+    target = store / recipe.key
+    marker = store / f"{recipe.key}{_COMPLETE}"
+    if marker.is_file():
+        return target
+    with _locked(store / f"{recipe.key}.lock"):
+        if marker.is_file():  # built by another process while we waited
+            return target
+        tarball = store / f"{recipe.key}.tar"
+        if not tarball.is_file():
+            _build_tarball(recipe, tarball, cache_dir=cache_dir)
+        _unpack(tarball, target)
+        marker.touch()
+    return target
+
+
+def _store(cache_dir: Path | None) -> Path:
+    store = (cache_dir or resolve_cache_dir()) / "rootfs"
+    store.mkdir(parents=True, exist_ok=True)
+    return store
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build_tarball(recipe: RootfsRecipe, tarball: Path, *, cache_dir: Path | None) -> None:
+    store = tarball.parent
+    with tempfile.TemporaryDirectory(prefix=f"build-{recipe.name}-", dir=store) as scratch:
+        tree = Path(scratch) / "tree"
+        if recipe.script is None:
+            _debootstrap(recipe, tree, cache_dir=store)
+        else:
+            base = ensure_rootfs(recipe.base(), cache_dir=cache_dir)
+            _run(["cp", "-a", "--reflink=auto", str(base), str(tree)], what=f"copying the {base.name} base")
+            _provision(recipe, tree)
+        partial = tarball.with_suffix(".tar.partial")
+        _run(["tar", "-C", str(tree), "--numeric-owner", "-cf", str(partial), "."], what="packing the rootfs")
+        partial.rename(tarball)
+    logger.info("built rootfs %s", tarball)
+
+
+def _debootstrap(recipe: RootfsRecipe, tree: Path, *, cache_dir: Path) -> None:
+    if shutil.which("debootstrap") is None:
+        raise BackendUnavailableError(
+            "debootstrap is needed to build a sandbox root filesystem; install it (apt-get install debootstrap)."
+        )
+    debs = cache_dir / "debootstrap-debs"
+    debs.mkdir(exist_ok=True)
+    command = ["debootstrap", "--variant=minbase", f"--cache-dir={debs}"]
+    if recipe.base_packages:
+        command.append("--include=" + ",".join(recipe.base_packages))
+    _run([*command, recipe.suite, str(tree), recipe.mirror], what="debootstrap")
+
+
+def _provision(recipe: RootfsRecipe, tree: Path) -> None:
+    """Run the recipe's script as root in the tree, inside a throwaway bubblewrap sandbox with network."""
+    if shutil.which("bwrap") is None:
+        raise BackendUnavailableError("bwrap is needed to provision a rootfs; install it (apt-get install bubblewrap).")
+    assert recipe.script is not None
+    command = [
+        "bwrap",
+        "--bind", str(tree), "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        "--tmpfs", "/tmp",
+        "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf",
+        "--ro-bind", str(recipe.script), "/tmp/provision.sh",
+        "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        "--cap-add", "ALL",
+        "--die-with-parent",
+        "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "--setenv", "HOME", "/root",
+        "bash", "/tmp/provision.sh", *recipe.script_args,
+    ]  # fmt: skip
+    _run(command, what=f"provisioning {recipe.name}")
+
+
+def _unpack(tarball: Path, target: Path) -> None:
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    _run(["tar", "-C", str(partial), "--numeric-owner", "-xpf", str(tarball)], what="unpacking the rootfs")
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)
+
+
+def _run(command: list[str], *, what: str) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False)
+    if result.returncode != 0:
+        tail = (result.stdout + result.stderr)[-3000:]
+        raise InfraError(f"Rootfs build failed while {what} (exit {result.returncode}): {tail}")

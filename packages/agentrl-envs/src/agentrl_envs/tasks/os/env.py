@@ -1,0 +1,166 @@
+"""``AgentBench/OS-v0``: AgentBench-FC's OS interaction task on a real Linux sandbox.
+
+Each episode gets a fresh sandbox of the sample's image. Its ``init`` scripts run as independent processes,
+then its ``start`` script is typed into the episode's persistent interactive login shell, and the agent
+works through three tools: ``bash_action`` (run a script in that shell; the output is cleaned of terminal
+escapes and truncated as upstream), ``answer_action`` and ``finish_action`` (both end the episode and
+commit their argument, which is graded). Only the first tool call of a message is executed, as upstream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from agentrl_envs.core.env import ToolEnv, Turn
+from agentrl_envs.core.messages import AssistantMessage, Message, system_message, tool_message, user_message
+from agentrl_envs.core.status import SampleStatus
+from agentrl_envs.core.tools import ToolCallError
+from agentrl_envs.sandboxes.base import Limits, Sandbox, SandboxBackend, ShellResult
+from agentrl_envs.tasks.os.backends import make_backend
+from agentrl_envs.tasks.os.data import OSSample, load_samples
+from agentrl_envs.tasks.os.grader import grade
+
+__all__ = ["OSEnv"]
+
+logger = logging.getLogger(__name__)
+
+_INIT_TIMEOUT_S = 300.0
+"""Init scripts have no limit upstream; this one only guards against a hung sandbox."""
+_EXTRA_CALL = "Only the first tool call of a message is executed; this call was ignored."
+
+
+class OSEnv(ToolEnv):
+    """The OS interaction task; see the module docstring."""
+
+    task = "os"
+    default_max_rounds = 8
+
+    def __init__(
+        self,
+        *,
+        backend: str | SandboxBackend | None = None,
+        limits: Limits | None = None,
+        backend_options: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Set up the task.
+
+        Args:
+            backend: ``"bwrap"`` (default), ``"docker"``, or a :class:`SandboxBackend` to share (e.g. a pool).
+            limits: Sandbox limits; upstream's (1 GiB, 2 CPUs, 30 s per command) by default.
+            backend_options: Options of the named backend (``docker``: ``pool_size``).
+            **kwargs: :class:`ToolEnv` options (``split``, ``mode``, ``data_root``, ``max_rounds``...).
+        """
+        self._owns_backend = not isinstance(backend, SandboxBackend)
+        self.sandboxes = make_backend(backend, limits=limits, **(backend_options or {}))
+        self.sandbox: Sandbox | None = None
+        self.sample: OSSample | None = None
+        super().__init__(**kwargs)
+        self.texts = self.data.prompts("os")
+        self.samples = load_samples(self.data, self.split)
+        self._cleanup = [re.compile(p.encode("latin-1")) for p in self.texts["output_cleanup_regexes"]]
+
+    # ----------------------------------------------------------------- task hooks
+
+    def _tool_schemas(self) -> list[dict[str, Any]]:
+        return self.data.task_config("os")["default"]["parameters"]["tools"]
+
+    def num_samples(self) -> int:
+        """Samples in the split."""
+        return len(self.samples)
+
+    @property
+    def backend_name(self) -> str:
+        """``bwrap`` or ``docker``."""
+        return self.sandboxes.name
+
+    def _start(self, index: int) -> list[Message]:
+        sample = self.samples[index]
+        self.sample = sample
+        self.sandbox = self.sandboxes.open(sample.image)
+        for number, script in enumerate(sample.init, 1):
+            result = self.sandbox.exec(script.argv(), timeout=_INIT_TIMEOUT_S)
+            if result.exit_code != 0:
+                # Upstream ignores how init scripts end (e.g. data/5's `apt remove sudo` without -y aborts),
+                # so a failing one is logged, not an error.
+                detail = (result.stderr or result.stdout).decode("utf-8", errors="replace")[-300:]
+                logger.info("os sample %d: init script %d exited %d: %s", index, number, result.exit_code, detail)
+        if sample.init:
+            self.sandbox.settle()  # upstream's agent acts seconds after init; let its background work finish
+        if sample.start is not None:
+            self.sandbox.run_shell(sample.start.code)
+        return [
+            system_message(self.texts["system_prompt"]),
+            user_message(self.texts["first_user_template"].format(description=sample.description)),
+        ]
+
+    def _respond(self, message: AssistantMessage) -> Turn:
+        if not message.tool_calls:
+            return Turn([user_message(self.texts["no_tool_call_message"])])
+        call, *extra = message.tool_calls
+        ignored = [tool_message(_EXTRA_CALL, other.id) for other in extra]
+        checked = self.toolbox.check(call)
+        if not checked.ok:
+            return Turn(
+                [
+                    tool_message(self._complaint(checked.error, checked.detail, call.function.arguments), call.id),
+                    *ignored,
+                ]
+            )
+        values = list(checked.arguments.values())
+        if checked.name == "bash_action":
+            return Turn([tool_message(self._bash(values[0]), call.id), *ignored])
+        answer = values[0] if values else None
+        assert self.sample is not None and self.sandbox is not None
+        correct = grade(answer, self.sample, self.sandbox)
+        return Turn(ignored, SampleStatus.COMPLETED, reward=float(correct), info={"answer": answer})
+
+    def _finish(self) -> None:
+        sandbox, self.sandbox, self.sample = self.sandbox, None, None
+        if sandbox is not None:
+            sandbox.close()
+
+    def close(self) -> None:
+        """End any episode and release the backend if this env created it."""
+        super().close()
+        if self._owns_backend:
+            self.sandboxes.close()
+
+    # ----------------------------------------------------------------- helpers
+
+    def _complaint(self, error: ToolCallError | None, detail: str, arguments: str) -> str:
+        """The tool message for a call that cannot run, worded as upstream where it has a wording."""
+        if error is ToolCallError.UNKNOWN_TOOL:
+            return self.texts["invalid_function_message"]
+        if error is ToolCallError.MALFORMED_ARGUMENTS:
+            try:  # upstream answers with the text of json.loads' exception
+                json.loads(arguments)
+            except json.JSONDecodeError as e:
+                return str(e)
+        return detail
+
+    def _bash(self, script: str) -> str:
+        assert self.sandbox is not None
+        result = self.sandbox.run_shell(script)
+        text = self._clean(result)
+        truncation = self.texts["truncation"]
+        if len(text) > truncation["limit"]:
+            text = text[: truncation["keep"]] + truncation["suffix"]
+        notes = list(result.notes)
+        if result.timed_out:
+            notes.insert(0, f"[the command ran past {self.sandbox.limits.command_timeout_s:g} s and was interrupted]")
+        if notes:
+            text = (text + "\n" if text else "") + "\n".join(notes)
+        return self.texts["tool_result_template"].format(output=text) if text else self.texts["empty_output_message"]
+
+    def _clean(self, result: ShellResult) -> str:
+        output = result.output
+        for pattern in self._cleanup:
+            output = pattern.sub(b"", output)
+        try:
+            return output.decode("utf-8")
+        except UnicodeDecodeError:
+            return self.texts["decode_error_output"]

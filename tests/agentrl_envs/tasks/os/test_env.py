@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+from typing import Any
+
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import agentrl_envs
+from agentrl_envs.sandboxes.base import SandboxBackend
+from agentrl_envs.tasks.os.env import OSEnv
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    raw = json.dumps(arguments)
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "function": {"name": name, "arguments": raw}}],
+    }
+
+
+@pytest.fixture
+def env(bwrap_backend: SandboxBackend) -> OSEnv:
+    env = OSEnv(split="test", backend=bwrap_backend)
+    yield env
+    env.close()
+
+
+def test_registered() -> None:
+    spec = agentrl_envs.TASKS["os"]
+    assert spec.entry_point == "agentrl_envs.tasks.os.env:OSEnv"
+    assert spec.oracle == "agentrl_envs.tasks.os.oracle:OSOracle"
+
+
+def test_reset_gives_upstream_messages(env: OSEnv) -> None:
+    messages, info = env.reset(options={"index": 0})
+    assert messages[0]["role"] == "system" and "Linux (Ubuntu) operating system" in messages[0]["content"]
+    assert messages[1]["content"].startswith("Now, I will start a new problem in a new OS. My problem is:\n\n")
+    assert [t["function"]["name"] for t in info["tools"]] == ["bash_action", "finish_action", "answer_action"]
+    assert info["backend"] == "bwrap" and info["status"] == "running"
+
+
+def test_bash_output_cleaned_truncated_and_empty(env: OSEnv) -> None:
+    env.reset(options={"index": 0})
+    out, *_ = env.step(call("bash_action", script="printf '\\033[31mred\\033[0m\\n'"))
+    assert out[0]["content"] == "The output of the OS:\n\nred\n"
+    out, *_ = env.step(call("bash_action", script="seq 1000"))
+    assert out[0]["content"].endswith("\n[truncated because the output is too long]")
+    assert len(out[0]["content"]) == len("The output of the OS:\n\n") + 780 + len(
+        "\n[truncated because the output is too long]"
+    )
+    out, *_ = env.step(call("bash_action", script="true"))
+    assert out[0]["content"] == "The output of the OS is empty."
+    out, *_ = env.step(call("bash_action", script="printf '\\377\\376'"))
+    assert out[0]["content"] == "The output of the OS:\n\nOS Environment output cannot be decoded as UTF-8"
+
+
+def test_bad_calls_are_answered_not_raised(env: OSEnv) -> None:
+    env.reset(options={"index": 0})
+    out, _, term, _, _ = env.step({"role": "assistant", "content": "hello"})
+    assert out == [{"role": "user", "content": "No executable tool calls found. Please call a tool instead"}]
+    out, *_ = env.step(call("rm_rf"))
+    assert out[0]["content"] == "Invalid function call. Please call a tool instead"
+    bad_json = {
+        "role": "assistant",
+        "tool_calls": [{"id": "c2", "function": {"name": "bash_action", "arguments": "{"}}],
+    }
+    out, *_ = env.step(bad_json)
+    assert out[0]["content"].startswith("Expecting property name enclosed in double quotes")
+    out, *_ = env.step(call("bash_action", command="ls"))
+    assert "Invalid arguments for 'bash_action'" in out[0]["content"]
+    assert not term and env.status == "running"
+
+
+def test_only_first_call_runs(env: OSEnv) -> None:
+    env.reset(options={"index": 0})
+    two = call("bash_action", script="echo one")
+    two["tool_calls"].append({"id": "c2", "function": {"name": "bash_action", "arguments": '{"script": "echo two"}'}})
+    out, *_ = env.step(two)
+    assert out[0] == {"role": "tool", "tool_call_id": "c1", "content": "The output of the OS:\n\none\n"}
+    assert out[1]["tool_call_id"] == "c2" and "ignored" in out[1]["content"]
+
+
+def test_answer_graded_by_check_chain(env: OSEnv) -> None:
+    env.reset(options={"index": 0})
+    _, reward, terminated, _, info = env.step(call("answer_action", answer="0"))
+    assert terminated and info["status"] == "completed" and reward == 0.0
+    env.reset(options={"index": 0})
+    out, *_ = env.step(call("bash_action", script='grep "Alice | Sell" /usr/stock.log | wc -l'))
+    answer = out[0]["content"].split("\n\n", 1)[1].strip()
+    _, reward, *_ = env.step(call("answer_action", answer=answer))
+    assert reward == 1.0
+
+
+def test_round_limit(env: OSEnv) -> None:
+    env.reset(options={"index": 0})
+    for _ in range(7):
+        env.step(call("bash_action", script="true"))
+    _, _, terminated, truncated, info = env.step(call("bash_action", script="true"))
+    assert truncated and not terminated and info["status"] == "task limit reached"
+
+
+def test_killed_shell_is_an_infra_error(backend: SandboxBackend) -> None:
+    env = OSEnv(split="test", backend=backend)
+    try:
+        env.reset(options={"index": 0})
+        os.kill(env.sandbox.shell_pid, signal.SIGKILL)
+        _, reward, _, truncated, info = env.step(call("bash_action", script="echo hi"))
+        assert truncated and reward == 0.0
+        assert info["status"] == "task error" and info["infra_error"] is True
+    finally:
+        env.close()
+
+
+def test_check_env(bwrap_backend: SandboxBackend) -> None:
+    env = OSEnv(split="dev", backend=bwrap_backend)
+    try:
+        check_env(env, skip_render_check=True)
+    finally:
+        env.close()
