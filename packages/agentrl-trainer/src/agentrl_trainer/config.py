@@ -37,7 +37,17 @@ class AgentRLConfig(GRPOConfig):
         default="async",
         metadata={"help": "async: rollouts run beside training; sync: generate the batch, then train (TRL's way)."},
     )
-    rollout_engine: str = field(default="hf", metadata={"help": "Rollout engine: hf (transformers generate)."})
+    rollout_engine: str = field(
+        default="hf",
+        metadata={"help": "Rollout engine: hf (transformers generate) or vllm (vLLM servers, docs/deployment.md)."},
+    )
+    vllm_replicas: int = field(default=1, metadata={"help": "vllm: servers per engine, behind a router."})
+    vllm_server_urls: list[str] | None = field(
+        default=None, metadata={"help": "vllm: use these running policy servers instead of launching them."}
+    )
+    vllm_server_args: list[str] = field(
+        default_factory=list, metadata={"help": "vllm: extra `vllm serve` flags, e.g. ['--tensor-parallel-size', '2']."}
+    )
     max_turns: int = field(default=8, metadata={"help": "Most assistant turns per episode."})
     max_new_tokens_per_turn: int = field(default=64, metadata={"help": "Most tokens the model writes per turn."})
     max_total_tokens: int = field(
@@ -115,7 +125,7 @@ class AgentRLConfig(GRPOConfig):
             self.bf16 = False  # TRL defaults to bf16, which a CPU-only machine refuses
         super().__post_init__()
         self._check_choice("rollout_mode", ("async", "sync"))
-        self._check_choice("rollout_engine", ("hf",))
+        self._check_choice("rollout_engine", ("hf", "vllm"))
         self._check_choice("infra_error_policy", ("retry", "drop_group"))
         self._check_choice("stale_policy", ("drop", "downweight"))
         if not self.tasks:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -159,6 +160,9 @@ class AgentRLTrainer(GRPOTrainer):
         model = self.accelerator.unwrap_model(self.model)
         version = self.state.global_step
 
+        if args.rollout_engine == "vllm":
+            return self._build_vllm_engines(model, version)
+
         def engine(name: str) -> RolloutEngine:
             return HFEngine(
                 model,
@@ -173,6 +177,32 @@ class AgentRLTrainer(GRPOTrainer):
         lagged = [engine(f"lagged{i}") for i in range(args.num_lagged_engines)] if args.lagged_fraction > 0 else []
         return EngineSampler(
             engine("policy"),
+            lagged,
+            lagged_fraction=args.lagged_fraction,
+            lagged_refresh_steps=args.lagged_refresh_steps,
+            seed=args.seed,
+        )
+
+    def _build_vllm_engines(self, model: Any, version: int) -> EngineSampler:
+        """Start vLLM servers loaded with the current weights (staged under output_dir); see engines.factory."""
+        from agentrl_trainer.engines.factory import stage_model, vllm_engine
+        from agentrl_trainer.engines.vllm_server import VLLMServerConfig
+
+        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        staged = stage_model(model, self._tokenizer, Path(args.output_dir) / "vllm-model")
+        # The trainer's dtype, not vLLM's "auto" (bfloat16 on CPUs): the sampling log-probs must match the loss's.
+        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        server = VLLMServerConfig(
+            model=str(staged), dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
+        )
+        common = {"server": server, "eos_token_id": self._tokenizer.eos_token_id, "temperature": args.temperature}
+        policy = vllm_engine(
+            "policy", replicas=args.vllm_replicas, server_urls=args.vllm_server_urls, version=version, **common
+        )
+        n_lagged = args.num_lagged_engines if args.lagged_fraction > 0 else 0
+        lagged = [vllm_engine(f"lagged{i}", replicas=1, version=version, **common) for i in range(n_lagged)]
+        return EngineSampler(
+            policy,
             lagged,
             lagged_fraction=args.lagged_fraction,
             lagged_refresh_steps=args.lagged_refresh_steps,

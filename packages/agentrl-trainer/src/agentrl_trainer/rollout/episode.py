@@ -5,7 +5,8 @@ messages (masked out of the loss). Every action segment records the engine and p
 sampled it; the engine is chosen per turn (cross-policy sampling). Limits: ``max_turns`` assistant turns,
 ``max_new_tokens`` per turn and ``max_total_tokens`` for prompt plus completion; an episode stopped by a
 limit (or by the environment's own round limit) ends unfinished and gets ``unfinished_penalty``.
-An environment fault (``infra_error``) marks the trajectory so the caller can retry or drop it.
+An environment fault, or a rollout engine raising ``InfraError`` (a dead replica behind the router), marks the
+trajectory ``infra_error`` so the caller can retry or drop it.
 """
 
 from __future__ import annotations
@@ -77,7 +78,13 @@ async def run_episode(
             status = "agent context limit"
             break
         engine = pick_engine()
-        generation = await engine.agenerate(context, max_new_tokens=budget)
+        try:
+            generation = await engine.agenerate(context, max_new_tokens=budget)
+        except InfraError as e:  # a rollout engine replica died: handled like an env fault, never rewarded
+            logger.warning("task=%s index=%d: rollout engine failed: %s", row.task, row.index, e)
+            trajectory.infra_error = True
+            status = "task error"
+            break
         trajectory.segments.append(
             TokenSegment(
                 generation.token_ids,

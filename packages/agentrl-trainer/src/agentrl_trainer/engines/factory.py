@@ -1,0 +1,70 @@
+"""Build the ``vllm`` rollout engines the trainer asks for (``rollout_engine: vllm``).
+
+The trainer's current model and tokenizer are saved once to a staging directory and every server loads
+that, so the servers start at exactly the trainer's weights (also after a resume) and at its version. One
+engine name (``policy``, ``lagged0``, ...) gets ``replicas`` servers behind an :class:`EngineRouter`, or a
+single :class:`VLLMServerEngine` when ``replicas`` is 1. With ``server_urls`` the policy uses servers someone
+else started (a multi-node deployment, docs/deployment.md) instead of launching its own.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from agentrl_trainer.engines.router import EngineRouter
+from agentrl_trainer.engines.vllm_engine import VLLMServerEngine
+from agentrl_trainer.engines.vllm_server import VLLMServer, VLLMServerConfig
+from agentrl_trainer.rollout.engine import RolloutEngine
+
+__all__ = ["stage_model", "vllm_engine"]
+
+
+def stage_model(model: Any, tokenizer: Any, directory: Path) -> Path:
+    """Save ``model`` and ``tokenizer`` where vLLM servers can load them; returns the directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory, safe_serialization=True)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def vllm_engine(
+    name: str,
+    *,
+    server: VLLMServerConfig,
+    eos_token_id: int,
+    temperature: float,
+    version: int,
+    replicas: int = 1,
+    server_urls: list[str] | None = None,
+) -> RolloutEngine:
+    """One engine named ``name`` over ``replicas`` new servers (in parallel), or over ``server_urls``.
+
+    Raises:
+        RuntimeError: If a server does not start; servers already started are stopped.
+    """
+    if server_urls:
+        engines = [
+            VLLMServerEngine(url, eos_token_id=eos_token_id, name=name, temperature=temperature, version=version)
+            for url in server_urls
+        ]
+    else:
+        if replicas < 1:
+            raise ValueError(f"vllm_replicas must be >= 1, got {replicas}.")
+        servers = [VLLMServer(replace(server, port=0)) for _ in range(replicas)]
+        with ThreadPoolExecutor(replicas) as pool:
+            futures = [pool.submit(s.start) for s in servers]
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            for s in servers:
+                s.stop()
+            raise RuntimeError(f"{len(errors)} of {replicas} vLLM servers for {name!r} failed to start") from errors[0]
+        engines = [
+            VLLMServerEngine(
+                s.base_url, eos_token_id=eos_token_id, name=name, temperature=temperature, version=version, server=s
+            )
+            for s in servers
+        ]
+    return engines[0] if len(engines) == 1 else EngineRouter(engines, name=name)
