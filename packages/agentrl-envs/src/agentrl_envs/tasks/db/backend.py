@@ -9,6 +9,8 @@ computes the table hash used to grade modifications. Results are strings exactly
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -25,6 +27,7 @@ __all__ = [
     "QueryTimeoutError",
     "format_rows",
     "make_backend",
+    "private_dir",
     "scratch_dir",
 ]
 
@@ -119,6 +122,36 @@ def scratch_dir() -> str | None:
     """
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+_swept: set[str] = set()
+
+
+def private_dir(kind: str) -> Path:
+    """A new directory for this process's ``kind`` files (``agentrl-<kind>-<pid>-*`` in :func:`scratch_dir`).
+
+    The owner's pid is in the name because a process killed with SIGKILL cannot delete its directories: the
+    first call of each kind in a process removes those whose owner no longer runs (a live owner, or a reused
+    pid, keeps them), so killed workers do not fill the RAM disk.
+    """
+    root = Path(scratch_dir() or tempfile.gettempdir())
+    if kind not in _swept:
+        _swept.add(kind)
+        for path in root.glob(f"agentrl-{kind}-*-*"):
+            owner = path.name.split("-")[2]
+            if owner.isdigit() and not _is_running(int(owner)):
+                shutil.rmtree(path, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"agentrl-{kind}-{os.getpid()}-", dir=root))
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def format_rows(rows: Iterable[tuple[object, ...]], limit: int) -> tuple[str, bool]:

@@ -16,14 +16,13 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
-from agentrl_envs.tasks.db.backend import scratch_dir
+from agentrl_envs.tasks.db.backend import private_dir
 
 __all__ = ["MariaDBServer", "acquire_server", "release_server"]
 
@@ -82,7 +81,7 @@ class MariaDBServer:
         Raises:
             InfraError: If initialisation or start-up fails (the message holds the server log's tail).
         """
-        self._dir = Path(tempfile.mkdtemp(prefix="agentrl-mariadb-", dir=scratch_dir()))
+        self._dir = private_dir("mariadb")
         (self._dir / "files").mkdir()
         try:
             self._install()

@@ -15,14 +15,13 @@ import hashlib
 import math
 import shutil
 import sqlite3
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.env import Fidelity
 from agentrl_envs.core.errors import InfraError
-from agentrl_envs.tasks.db.backend import GROUP_CONCAT_MAX_LEN, QueryTimeoutError, format_rows, scratch_dir
+from agentrl_envs.tasks.db.backend import GROUP_CONCAT_MAX_LEN, QueryTimeoutError, format_rows, private_dir
 from agentrl_envs.tasks.db.data import DBSample, Table
 from agentrl_envs.tasks.db.mysql_dialect import (
     COLLATION,
@@ -67,7 +66,7 @@ class SQLiteEpisodeDB:
         self._limit = result_limit
         self._deadline = math.inf
         self._timed_out = False
-        self._dir: Path | None = Path(tempfile.mkdtemp(prefix="agentrl-db-", dir=scratch_dir()))
+        self._dir: Path | None = private_dir("db")
         self._conn = sqlite3.connect(self._dir / "episode.db", isolation_level=None, check_same_thread=False)
         try:
             self._configure()
