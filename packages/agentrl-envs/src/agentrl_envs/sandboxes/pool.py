@@ -1,0 +1,349 @@
+"""A pool of started sandboxes per image in front of any backend: warm size, maximum, reuse limit, health checks.
+
+:class:`SandboxPool` is itself a :class:`SandboxBackend`, so an env takes it where it takes a backend. Per
+image it keeps ``warm`` started sandboxes idle (refilled in the background after each lease), never holds
+more than ``maximum`` at once (idle, leased and starting together; a lease beyond that waits for a release),
+checks an idle sandbox's health before leasing it (its shell alive and an independent ``true`` exiting 0;
+an unhealthy one is closed and the next one, or a fresh one, is taken), and leases each sandbox at most
+``reuse`` times (1, the default: every episode starts on a fresh system). :meth:`SandboxPool.close` stops
+the refills and closes every sandbox, idle or leased, then the backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentrl_envs.core.errors import InfraError
+from agentrl_envs.sandboxes.base import ExecResult, Sandbox, SandboxBackend, ShellResult
+
+__all__ = ["PoolSettings", "PoolStats", "PooledSandbox", "SandboxPool"]
+
+logger = logging.getLogger(__name__)
+
+_RETRY_S = 5.0
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """How a :class:`SandboxPool` sizes and checks its sandboxes (the same for every image)."""
+
+    warm: int = 2
+    """Started sandboxes kept idle per image, ready to lease."""
+    maximum: int = 16
+    """Most sandboxes per image at once (idle, leased and starting); a lease beyond it waits."""
+    reuse: int = 1
+    """Leases per sandbox; 1 never hands a used sandbox to another episode (episodes must start clean)."""
+    exec_check: bool = False
+    """Also run ``true`` as an independent process in the sandbox before leasing it (about 70 ms on bwrap,
+    as long as a cold bwrap start; the default checks that the shell process runs and is not a zombie)."""
+    health_timeout_s: float = 5.0
+    """Time the ``exec_check`` may take before the sandbox counts as unhealthy."""
+    lease_timeout_s: float = 120.0
+    """How long a lease waits for a sandbox when ``maximum`` are in use."""
+
+    def __post_init__(self) -> None:
+        """Reject settings that cannot work."""
+        if not 0 <= self.warm <= self.maximum or self.reuse < 1 or self.maximum < 1:
+            raise ValueError(f"Sandbox pool settings need 0 <= warm <= maximum, maximum >= 1, reuse >= 1: {self}")
+        if self.health_timeout_s <= 0 or self.lease_timeout_s <= 0:
+            raise ValueError(f"Sandbox pool timeouts must be positive: {self}")
+
+
+@dataclass
+class PoolStats:
+    """Counters of one image's sandboxes (for metrics and tests)."""
+
+    idle: int = 0
+    leased: int = 0
+    starting: int = 0
+    created: int = 0
+    leases: int = 0
+    unhealthy: int = 0
+    """Idle sandboxes that failed the health check and were replaced."""
+
+
+@dataclass
+class _Image:
+    idle: deque[Sandbox] = field(default_factory=deque)
+    leased: set[int] = field(default_factory=set)
+    live: dict[int, Sandbox] = field(default_factory=dict)
+    """Every sandbox of the image the pool has not closed yet, by ``id()``."""
+    uses: dict[int, int] = field(default_factory=dict)
+    starting: int = 0
+    failed_at: float = 0.0
+    """When the filler last failed to start a sandbox of the image (it waits ``_RETRY_S`` before trying again)."""
+    stats: PoolStats = field(default_factory=PoolStats)
+
+    @property
+    def total(self) -> int:
+        return len(self.idle) + len(self.leased) + self.starting
+
+
+class PooledSandbox(Sandbox):
+    """A leased sandbox; :meth:`close` gives it back to the pool (which closes it unless it may be reused)."""
+
+    def __init__(self, pool: SandboxPool, inner: Sandbox) -> None:
+        """Wrap ``inner``, leased from ``pool``."""
+        self.pool = pool
+        self.inner = inner
+        self.image = inner.image
+        self.limits = inner.limits
+        self._returned = False
+
+    def run_shell(self, script: str) -> ShellResult:
+        """Run ``script`` in the shell."""
+        return self.inner.run_shell(script)
+
+    def exec(self, argv: list[str], *, timeout: float | None = None) -> ExecResult:
+        """Run an independent process."""
+        return self.inner.exec(argv, timeout=timeout)
+
+    def settle(self) -> None:
+        """Wait until background processes stop changing."""
+        self.inner.settle()
+
+    @property
+    def shell_pid(self) -> int:
+        """The shell's host pid."""
+        return self.inner.shell_pid
+
+    @property
+    def alive(self) -> bool:
+        """Whether the shell is running."""
+        return self.inner.alive
+
+    def close(self) -> None:
+        """Give the sandbox back (idempotent)."""
+        if not self._returned:
+            self._returned = True
+            self.pool._release(self.inner)
+
+
+class SandboxPool(SandboxBackend):
+    """Pools the sandboxes of ``backend`` per image; see the module docstring."""
+
+    def __init__(self, backend: SandboxBackend, settings: PoolSettings | None = None) -> None:
+        """Pool ``backend`` (the pool owns it and closes it in :meth:`close`)."""
+        self.backend = backend
+        self.settings = settings or PoolSettings()
+        self.name = backend.name
+        self._images: dict[str, _Image] = {}
+        self._cond = threading.Condition()
+        self._filler_thread: threading.Thread | None = None
+        self._closed = False
+
+    # ----------------------------------------------------------------- leasing
+
+    def open(self, image: str) -> PooledSandbox:
+        """Lease a healthy sandbox of ``image``: an idle one if there is one, else a fresh one.
+
+        Raises:
+            InfraError: If the pool is closed, no sandbox freed up within ``lease_timeout_s``, or one failed to start.
+        """
+        deadline = time.monotonic() + self.settings.lease_timeout_s
+        while True:
+            box = self._reserve(image, deadline)
+            if box is None:
+                box = self._start(image, reserved=True)
+            elif not self._healthy(box):
+                self._discard(image, box, unhealthy=True)
+                continue
+            with self._cond:
+                state = self._images[image]
+                state.uses[id(box)] = state.uses.get(id(box), 0) + 1
+                state.stats.leases += 1
+            self._fill(image)
+            return PooledSandbox(self, box)
+
+    def _reserve(self, image: str, deadline: float) -> Sandbox | None:
+        """Mark an idle sandbox leased and return it, or reserve a start slot (``None``); waits at ``maximum``."""
+        with self._cond:
+            state = self._images.setdefault(image, _Image())
+            while True:
+                if self._closed:
+                    raise InfraError("The sandbox pool is closed.")
+                if state.idle:
+                    box = state.idle.popleft()
+                    state.leased.add(id(box))
+                    return box
+                if state.total < self.settings.maximum:
+                    state.starting += 1
+                    return None
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise InfraError(
+                        f"No {image} sandbox became free within {self.settings.lease_timeout_s:g} s: all "
+                        f"{self.settings.maximum} are in use; raise the pool's maximum or lower the concurrency."
+                    )
+                self._cond.wait(remaining)
+
+    def _start(self, image: str, *, reserved: bool) -> Sandbox:
+        """Open a sandbox in a slot reserved by ``starting += 1``; leased if ``reserved`` else idle."""
+        try:
+            box = self.backend.open(image)
+        except BaseException:
+            with self._cond:
+                self._images[image].starting -= 1
+                self._cond.notify_all()
+            raise
+        with self._cond:
+            state = self._images[image]
+            state.starting -= 1
+            state.stats.created += 1
+            state.live[id(box)] = box
+            if self._closed:
+                state.live.pop(id(box))
+            elif reserved:
+                state.leased.add(id(box))
+            else:
+                state.idle.append(box)
+            self._cond.notify_all()
+            closed = self._closed
+        if closed:
+            box.close()
+            raise InfraError("The sandbox pool was closed while a sandbox started.")
+        return box
+
+    def _healthy(self, box: Sandbox) -> bool:
+        try:
+            if not (box.alive and _running(box.shell_pid)):
+                return False
+            if not self.settings.exec_check:
+                return True
+            return box.exec(["true"], timeout=self.settings.health_timeout_s).exit_code == 0
+        except Exception:  # any failure of the check means the sandbox cannot be trusted with an episode
+            logger.warning("sandbox pool: health check of a %s sandbox failed", box.image, exc_info=True)
+            return False
+
+    def _release(self, box: Sandbox) -> None:
+        keep = False
+        with self._cond:
+            state = self._images.get(box.image)
+            if state is not None and id(box) in state.leased:
+                state.leased.discard(id(box))
+                keep = not self._closed and state.uses.get(id(box), 0) < self.settings.reuse and box.alive
+                if keep:
+                    state.idle.append(box)
+                else:
+                    state.live.pop(id(box), None)
+                    state.uses.pop(id(box), None)
+            self._cond.notify_all()
+        if not keep:
+            box.close()
+            self._fill(box.image)
+
+    def _discard(self, image: str, box: Sandbox, *, unhealthy: bool) -> None:
+        with self._cond:
+            state = self._images[image]
+            state.leased.discard(id(box))
+            state.live.pop(id(box), None)
+            state.uses.pop(id(box), None)
+            state.stats.unhealthy += int(unhealthy)
+            self._cond.notify_all()
+        with contextlib.suppress(Exception):
+            box.close()
+
+    # ----------------------------------------------------------------- warming
+
+    def prewarm(self, images: list[str]) -> None:
+        """Start filling the pools of ``images`` now instead of at their first lease."""
+        for image in images:
+            with self._cond:
+                self._images.setdefault(image, _Image())
+            self._fill(image)
+
+    def _fill(self, image: str) -> None:
+        """Wake the filler thread (started on first use) to top the image's idle sandboxes up to ``warm``."""
+        with self._cond:
+            self._images.setdefault(image, _Image())
+            if self._closed or self.settings.warm == 0:
+                return
+            if self._filler_thread is None:
+                # One thread for the pool's lifetime: bwrap's --die-with-parent follows the *thread* that
+                # started a sandbox, so a sandbox opened by a short-lived thread would die with it.
+                self._filler_thread = threading.Thread(target=self._filler, name="sandbox-pool-filler", daemon=True)
+                self._filler_thread.start()
+            self._cond.notify_all()
+
+    def _wanted(self) -> str | None:
+        """An image that needs another warm sandbox, if any (called with the lock held)."""
+        for image, state in self._images.items():
+            if state.failed_at and time.monotonic() - state.failed_at < _RETRY_S:
+                continue
+            if len(state.idle) + state.starting < self.settings.warm and state.total < self.settings.maximum:
+                return image
+        return None
+
+    def _filler(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and (image := self._wanted()) is None:
+                    self._cond.wait(_RETRY_S)
+                if self._closed:
+                    return
+                self._images[image].starting += 1
+            try:
+                self._start(image, reserved=False)
+            except Exception:
+                if self._closed:
+                    return
+                logger.exception("sandbox pool: could not start a %s sandbox; retrying in %g s", image, _RETRY_S)
+                with self._cond:
+                    self._images[image].failed_at = time.monotonic()
+            else:
+                with self._cond:
+                    self._images[image].failed_at = 0.0
+
+    # ----------------------------------------------------------------- state and shutdown
+
+    def stats(self) -> dict[str, PoolStats]:
+        """A snapshot of each image's counters."""
+        with self._cond:
+            return {
+                image: PoolStats(
+                    idle=len(s.idle),
+                    leased=len(s.leased),
+                    starting=s.starting,
+                    created=s.stats.created,
+                    leases=s.stats.leases,
+                    unhealthy=s.stats.unhealthy,
+                )
+                for image, s in self._images.items()
+            }
+
+    def close(self) -> None:
+        """Stop refilling and close every sandbox of the pool, idle or leased, then the backend."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            filler = self._filler_thread
+        if filler is not None:
+            filler.join(timeout=60)
+        with self._cond:
+            boxes = [box for state in self._images.values() for box in state.live.values()]
+            for state in self._images.values():
+                state.idle.clear()
+                state.leased.clear()
+                state.live.clear()
+                state.uses.clear()
+        for box in boxes:
+            with contextlib.suppress(Exception):
+                box.close()
+        self.backend.close()
+
+
+def _running(pid: int) -> bool:
+    """Whether host process ``pid`` exists and is not a zombie (a killed shell shows as one until reaped)."""
+    if pid <= 0:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")

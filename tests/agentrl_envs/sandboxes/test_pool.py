@@ -1,0 +1,176 @@
+"""The sandbox pool: warm leases are faster than cold ones, no sandbox is leased twice, unhealthy sandboxes
+are replaced, the maximum holds, and shutdown leaves nothing of the pool behind (real bwrap; Docker too)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agentrl_envs.core.errors import InfraError
+from agentrl_envs.sandboxes.base import SandboxBackend
+from agentrl_envs.sandboxes.bwrap import OWNER_FILE, TEMP_PREFIX
+from agentrl_envs.sandboxes.cgroup import cgroup_leftovers
+from agentrl_envs.sandboxes.pool import PooledSandbox, PoolSettings, SandboxPool
+from agentrl_envs.tasks.os.backends import make_backend
+from tests.agentrl_envs.sandboxes.conftest import TEST_LIMITS
+
+
+def _backend(name: str, request: pytest.FixtureRequest) -> SandboxBackend:
+    if name == "docker":
+        request.getfixturevalue("docker_engine")
+        return make_backend("docker", limits=TEST_LIMITS, pool_size=0)  # the SandboxPool does the pooling
+    return make_backend("bwrap", limits=TEST_LIMITS)
+
+
+def ours() -> dict[str, int]:
+    """What sandboxes of this process hold on the host: temp dirs, cgroups, sandbox processes, containers."""
+    dirs = [d for d in Path("/tmp").glob(f"{TEMP_PREFIX}*") if _owner(d) == os.getpid()]
+    ids = {d.name[len(TEMP_PREFIX) :].split("-", 1)[0] for d in dirs}
+    cgroups = sum(1 for p in cgroup_leftovers() if p.name.removeprefix("agentrl-") in ids)
+    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+    containers = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=agentrl.owner={os.uname().nodename}:{os.getpid()}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return {
+        "temp dirs": len(dirs),
+        "cgroups": cgroups,
+        "processes": len(children),
+        "containers": len(containers.stdout.split()) if containers.returncode == 0 else 0,
+    }
+
+
+def _owner(directory: Path) -> int:
+    try:
+        return int((directory / OWNER_FILE).read_text())
+    except (OSError, ValueError):
+        return -1
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return "gone"
+
+
+def _wait_idle(pool: SandboxPool, image: str, count: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stats = pool.stats().get(image)
+        if stats is not None and stats.idle >= count and stats.starting == 0:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the pool did not warm up to {count} idle sandboxes: {pool.stats()}")
+
+
+@pytest.mark.parametrize("name", ["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def test_warm_lease_is_faster_than_cold_and_shutdown_leaves_nothing(name: str, request: pytest.FixtureRequest) -> None:
+    before = ours()
+    cold_backend = _backend(name, request)
+    started = time.perf_counter()
+    cold_backend.open("default").close()
+    cold = time.perf_counter() - started
+    cold_backend.close()
+
+    pool = SandboxPool(_backend(name, request), PoolSettings(warm=2, maximum=4))
+    try:
+        pool.prewarm(["default"])
+        _wait_idle(pool, "default", 2)
+        started = time.perf_counter()
+        box = pool.open("default")
+        warm = time.perf_counter() - started
+        assert box.run_shell("echo warm").output == b"warm\n"
+        logging.getLogger(__name__).info("%s: cold open %.0f ms, warm lease %.1f ms", name, 1000 * cold, 1000 * warm)
+        assert warm < cold / 2
+        _wait_idle(pool, "default", 2)  # refilled after the lease
+        assert pool.stats()["default"].leased == 1
+    finally:
+        pool.close()  # closes the leased sandbox too
+    assert not box.alive
+    assert ours() == before
+
+
+def test_a_sandbox_is_never_leased_twice(request: pytest.FixtureRequest) -> None:
+    pool = SandboxPool(_backend("bwrap", request), PoolSettings(warm=2, maximum=6, exec_check=True))
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def episode() -> None:
+        box = pool.open("default")
+        with lock:
+            seen.append(box.shell_pid)
+        box.run_shell("touch /root/dirty")
+        box.close()
+
+    try:
+        threads = [threading.Thread(target=episode) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        # Shell pids are unique while their sandboxes live; a reused sandbox would show its pid twice.
+        assert len(seen) == 8 and len(set(seen)) == 8
+        with pool.open("default") as fresh:  # never the dirty system of an earlier episode
+            assert fresh.exec(["test", "-e", "/root/dirty"]).exit_code == 1
+        assert pool.stats()["default"].created >= 9
+    finally:
+        pool.close()
+
+
+def test_reuse_limit_hands_a_sandbox_out_that_many_times(request: pytest.FixtureRequest) -> None:
+    pool = SandboxPool(_backend("bwrap", request), PoolSettings(warm=0, maximum=1, reuse=2))
+    try:
+        pids = []
+        for _ in range(3):
+            with pool.open("default") as box:
+                pids.append(box.shell_pid)
+        assert pids[0] == pids[1] != pids[2]
+    finally:
+        pool.close()
+
+
+def test_an_unhealthy_idle_sandbox_is_replaced(request: pytest.FixtureRequest) -> None:
+    before = ours()
+    pool = SandboxPool(_backend("bwrap", request), PoolSettings(warm=1, maximum=2))
+    try:
+        pool.prewarm(["default"])
+        _wait_idle(pool, "default", 1)
+        idle = next(iter(pool._images["default"].idle))
+        os.kill(idle.shell_pid, signal.SIGKILL)  # the idle sandbox's shell dies while it waits
+        deadline = time.monotonic() + 10
+        while _state(idle.shell_pid) not in ("gone", "Z") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        box = pool.open("default")
+        assert isinstance(box, PooledSandbox) and box.inner is not idle
+        assert box.run_shell("echo ok").output == b"ok\n"
+        assert pool.stats()["default"].unhealthy == 1
+        box.close()
+    finally:
+        pool.close()
+    assert ours() == before
+
+
+def test_a_lease_waits_at_the_maximum_and_times_out(request: pytest.FixtureRequest) -> None:
+    pool = SandboxPool(_backend("bwrap", request), PoolSettings(warm=0, maximum=1, lease_timeout_s=0.5))
+    try:
+        held = pool.open("default")
+        with pytest.raises(InfraError, match="maximum"):
+            pool.open("default")
+        threading.Timer(0.2, held.close).start()
+        pool.settings = PoolSettings(warm=0, maximum=1, lease_timeout_s=30)
+        with pool.open("default") as box:  # got the slot the first lease freed
+            assert box.alive
+    finally:
+        pool.close()
+    with pytest.raises(InfraError, match="closed"):
+        pool.open("default")
