@@ -21,6 +21,7 @@ from agentrl_envs.core.registry import TASKS
 __all__ = [
     "AdmissionConfig",
     "ControllerConfig",
+    "SandboxPoolConfig",
     "SessionConfig",
     "TaskConfig",
     "WorkerConfig",
@@ -34,6 +35,31 @@ _SPLITS = ("test", "dev", "train")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class SandboxPoolConfig(_Strict):
+    """A pool of started sandboxes per image for a sandboxed task (OS), kept in each of its worker processes."""
+
+    warm: int = Field(2, ge=0, le=1000)
+    """Started sandboxes kept idle per image, ready for the next episode."""
+    maximum: int = Field(64, ge=1, le=10_000)
+    """Most sandboxes per image at once in one worker process (idle, leased and starting)."""
+    reuse: int = Field(1, ge=1)
+    """Episodes per sandbox; 1 (the default) gives every episode a fresh system."""
+    exec_check: bool = False
+    """Health check by running ``true`` in the sandbox before each lease (else: its shell process is alive)."""
+    health_timeout_s: float = Field(5.0, gt=0)
+    """Time the ``exec_check`` may take."""
+    lease_timeout_s: float = Field(120.0, gt=0)
+    """How long an episode waits for a sandbox when ``maximum`` are in use before it ends as a task error."""
+    images: list[str] = Field(default_factory=list)
+    """Images to warm when the worker starts (others are warmed from their first lease on)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> SandboxPoolConfig:
+        if self.warm > self.maximum:
+            raise ValueError(f"sandbox_pool.warm ({self.warm}) exceeds sandbox_pool.maximum ({self.maximum}).")
+        return self
 
 
 class TaskConfig(_Strict):
@@ -55,6 +81,9 @@ class TaskConfig(_Strict):
     """Start the workers on the first request for this task instead of at start-up."""
     aliases: list[str] = Field(default_factory=list)
     """Other names that reach this task (e.g. ``db`` for ``dbbench-std``)."""
+    sandbox_pool: SandboxPoolConfig | None = None
+    """Pool the task's sandboxes (``options.backend``: ``bwrap`` or ``docker``); ``None``: one cold sandbox per
+    episode. Only for envs that take a ``backend`` option (the OS task)."""
 
 
 class AdmissionConfig(_Strict):
@@ -107,6 +136,9 @@ class ControllerConfig(_Strict):
     sessions: SessionConfig = Field(default_factory=SessionConfig)
     workers: WorkerConfig = Field(default_factory=WorkerConfig)
     accept_remote_workers: bool = True
+    sweep_sandboxes: bool = True
+    """At start, remove the sandboxes (temp dirs, cgroups, and containers if a task uses ``docker``) whose
+    owner process is gone: what workers of a killed controller left behind."""
     """Accept ``receive_heartbeat`` registrations (upstream ``agentrl-worker`` and ours on other hosts)."""
 
     @model_validator(mode="after")

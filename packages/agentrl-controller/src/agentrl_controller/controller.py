@@ -25,6 +25,7 @@ from agentrl_controller.sessions.admission import AdmissionQueue
 from agentrl_controller.sessions.manager import SessionManager
 from agentrl_controller.workers.client import WorkerClient
 from agentrl_controller.workers.pool import Worker, WorkerPool
+from agentrl_controller.workers.sandboxes import sweep_orphans
 from agentrl_controller.workers.supervisor import Supervisor
 from agentrl_envs.core.errors import UnknownTaskError
 from agentrl_envs.core.registry import resolve_task
@@ -53,7 +54,9 @@ class Controller:
         self._upkeep: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Start eager workers and the upkeep loop."""
+        """Sweep orphaned sandboxes, then start eager workers and the upkeep loop."""
+        if self.config.sweep_sandboxes:
+            await asyncio.to_thread(sweep_orphans, self.config)
         self._upkeep = asyncio.create_task(self._upkeep_loop(), name="controller-upkeep")
         await self.supervisor.start_eager()
 

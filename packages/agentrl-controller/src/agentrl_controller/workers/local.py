@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,9 +31,11 @@ from starlette.routing import Route
 from agentrl_controller.api.models import WorkerInteractRequest, WorkerStartSampleRequest
 from agentrl_controller.config import TaskConfig
 from agentrl_controller.workers.envs import env_factory
+from agentrl_controller.workers.sandboxes import build_pool
 from agentrl_envs.core.env import ToolEnv
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.status import SampleStatus
+from agentrl_envs.sandboxes.pool import SandboxPool
 
 __all__ = ["LocalWorker", "build_worker", "create_worker_app", "main"]
 
@@ -68,6 +71,8 @@ class LocalWorker:
         self._idle: list[ToolEnv] = [make_env()]
         self.num_samples = self._idle[0].num_samples()
         self.tools = self._idle[0].tools
+        self.sandbox_pool: SandboxPool | None = None
+        """The pool the envs lease sandboxes from, owned by the worker (see ``workers/sandboxes.py``)."""
 
     def _observation(self, messages: list[dict[str, Any]], reward: float, info: dict[str, Any]) -> dict:
         status = info.get("status", SampleStatus.RUNNING.value)
@@ -144,12 +149,15 @@ class LocalWorker:
                 env.close()
 
     def close(self) -> None:
-        """Close every env."""
+        """Close every env, then the sandbox pool (which closes every sandbox it still holds)."""
         for env in [*self._idle, *(s.env for s in self.sessions.values())]:
             with contextlib.suppress(Exception):
                 env.close()
         self.sessions.clear()
         self._idle.clear()
+        if self.sandbox_pool is not None:
+            self.sandbox_pool.close()
+            self.sandbox_pool = None
 
 
 def _as_int_index(index: int | str, custom_task: dict[str, Any] | None) -> int:
@@ -216,9 +224,16 @@ async def _watch_parent(parent_pid: int, server: uvicorn.Server) -> None:
 
 
 async def build_worker(task: TaskConfig) -> LocalWorker:
-    """The task's worker, with a thread pool sized for its envs' blocking steps."""
-    factory = env_factory(task.env, split=task.split, options=task.options)
-    worker = await asyncio.to_thread(LocalWorker, factory, concurrency=task.concurrency)
+    """The task's worker (with its sandbox pool, if configured), and a thread pool sized for blocking steps."""
+    options, pool = await asyncio.to_thread(build_pool, task)
+    factory = env_factory(task.env, split=task.split, options=options)
+    try:
+        worker = await asyncio.to_thread(LocalWorker, factory, concurrency=task.concurrency)
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
+    worker.sandbox_pool = pool
     loop = asyncio.get_running_loop()
     loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=min(task.concurrency, 64) + 4))
     return worker
@@ -231,6 +246,9 @@ async def _serve(task: TaskConfig, uds: str) -> None:
         app, uds=uds, log_level="warning", access_log=False, timeout_keep_alive=3600, backlog=4096, lifespan="off"
     )
     server = uvicorn.Server(config)
+    # uvicorn re-raises the SIGTERM it shut down on once it has restored the previous handler; with the default
+    # one that kills the process before the ``finally`` below closes the envs and the sandbox pool.
+    signal.signal(signal.SIGTERM, lambda *_: None)
     watcher = asyncio.create_task(_watch_parent(os.getppid(), server))
     try:
         await server.serve()

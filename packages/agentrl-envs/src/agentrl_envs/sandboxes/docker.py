@@ -27,7 +27,7 @@ from agentrl_envs.sandboxes.base import WORKDIR, ExecResult, Limits, Sandbox, Sa
 from agentrl_envs.sandboxes.cgroup import Cgroup, CgroupCounters
 from agentrl_envs.sandboxes.shell import ShellChannel, ShellDriver
 
-__all__ = ["LABEL", "OWNER_LABEL", "DockerBackend", "DockerSandbox", "owner"]
+__all__ = ["LABEL", "OWNER_LABEL", "DockerBackend", "DockerSandbox", "engine_client", "owner"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,12 @@ def owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _client() -> Any:
+def engine_client() -> Any:
+    """A ``docker`` SDK client of the local engine, checked with a ping.
+
+    Raises:
+        BackendUnavailableError: If the SDK is missing or no engine answers.
+    """
     try:
         import docker
     except ImportError as e:
@@ -216,7 +221,7 @@ class DockerBackend(SandboxBackend):
         Raises:
             BackendUnavailableError: If the SDK is missing or no engine answers.
         """
-        self.client = _client()
+        self.client = engine_client()
         self.tag = tag
         self.limits = limits or Limits()
         self.pool_size = pool_size

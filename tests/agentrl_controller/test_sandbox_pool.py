@@ -1,0 +1,133 @@
+"""The controller's sandbox pool: OS workers lease warm bwrap sandboxes, shutdown leaves none, and a controller
+killed with its workers leaves orphans that the next controller's start sweeps away."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from agentrl_controller.config import ControllerConfig, SandboxPoolConfig, TaskConfig
+from agentrl_envs.sandboxes.bwrap import OWNER_FILE, TEMP_PREFIX
+from agentrl_envs.sandboxes.cgroup import cgroup_leftovers
+from tests.agentrl_controller.conftest import call, running, start_server, stop_server
+
+POOL = SandboxPoolConfig(warm=2, maximum=4, images=["default"])
+LIMITS = {"memory_mb": 256, "pids": 128, "cpus": 1.0, "command_timeout_s": 5.0, "disk_mb": 128}
+
+
+def os_task(**kwargs: object) -> TaskConfig:
+    settings = {"name": "os-pool", "env": "os", "split": "test", "lazy": False, "concurrency": 4}
+    return TaskConfig(**{**settings, "options": {"backend": "bwrap", "limits": LIMITS}, **kwargs})
+
+
+def sandboxes_of(pids: set[int]) -> dict[str, int]:
+    """Temp dirs and cgroups of the bwrap sandboxes owned by ``pids``."""
+    ids = set()
+    for directory in Path("/tmp").glob(f"{TEMP_PREFIX}*"):
+        try:
+            owner = int((directory / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if owner in pids:
+            ids.add(directory.name[len(TEMP_PREFIX) :].split("-", 1)[0])
+    cgroups = sum(1 for path in cgroup_leftovers() if path.name.removeprefix("agentrl-") in ids)
+    return {"temp dirs": len(ids), "cgroups": cgroups}
+
+
+def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # noqa: ANN001 - a test helper
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+
+
+async def test_os_worker_leases_from_the_warm_pool_and_shutdown_closes_everything() -> None:
+    config = ControllerConfig(tasks=[os_task(sandbox_pool=POOL)], sweep_sandboxes=False)
+    async with running(config) as (controller, client):
+        [(_, worker_pid, _)] = controller.supervisor.processes()
+        assert worker_pid is not None
+        wait_for(lambda: sandboxes_of({worker_pid})["temp dirs"] == 2, "2 warm sandboxes")
+        response = await client.post("start_sample", json={"name": "os-pool", "index": 0})
+        assert response.status_code == 200, response.text
+        sid = int(response.headers["session_id"])
+        # the episode holds one sandbox; the pool refills to 2 idle
+        wait_for(lambda: sandboxes_of({worker_pid})["temp dirs"] == 3, "the refill after a lease")
+        out = await client.post(
+            "interact",
+            headers={"session_id": str(sid)},
+            json={"messages": [call("bash_action", '{"script": "id -u"}')]},
+        )
+        assert "0" in out.json()["messages"][-1]["content"]
+        out = await client.post(
+            "interact", headers={"session_id": str(sid)}, json={"messages": [call("answer_action", '{"answer": "1"}')]}
+        )
+        assert out.json()["finish"] is True
+        wait_for(lambda: sandboxes_of({worker_pid})["temp dirs"] == 2, "the used sandbox closed (reuse=1)")
+    assert gone(worker_pid)
+    assert sandboxes_of({worker_pid}) == {"temp dirs": 0, "cgroups": 0}
+
+
+async def test_without_a_pool_config_each_episode_opens_a_cold_sandbox() -> None:
+    async with running(ControllerConfig(tasks=[os_task()], sweep_sandboxes=False)) as (controller, _):
+        [(_, worker_pid, _)] = controller.supervisor.processes()
+        assert worker_pid is not None
+        time.sleep(0.5)
+        assert sandboxes_of({worker_pid})["temp dirs"] == 0
+
+
+def test_a_restarted_controller_sweeps_what_a_killed_one_left(tmp_path: Path) -> None:
+    server = start_server(tmp_path, [os_task(sandbox_pool=POOL)])
+    try:
+        worker_pid = _worker_pid(server.process.pid)
+        wait_for(lambda: sandboxes_of({worker_pid})["temp dirs"] == 2, "2 warm sandboxes")
+        # kill -9 the controller and its worker: nobody is left to close the sandboxes
+        os.kill(worker_pid, signal.SIGKILL)
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait()
+        wait_for(lambda: gone(worker_pid), "the worker to die")
+        assert sandboxes_of({worker_pid})["temp dirs"] == 2  # orphans: temp dirs and cgroups of a dead owner
+    finally:
+        stop_server(server)
+    second = start_server(tmp_path, [os_task(sandbox_pool=POOL.model_copy(update={"warm": 0}))])
+    try:
+        assert sandboxes_of({worker_pid}) == {"temp dirs": 0, "cgroups": 0}
+        assert "sandbox sweep: removed leftovers" in second.log.read_text()
+    finally:
+        stop_server(second)
+
+
+def test_a_worker_whose_controller_was_killed_closes_its_pool(tmp_path: Path) -> None:
+    server = start_server(tmp_path, [os_task(sandbox_pool=POOL)])
+    try:
+        worker_pid = _worker_pid(server.process.pid)
+        wait_for(lambda: sandboxes_of({worker_pid})["temp dirs"] == 2, "2 warm sandboxes")
+        server.process.send_signal(signal.SIGKILL)  # the worker notices its parent is gone and shuts down
+        server.process.wait()
+        wait_for(lambda: gone(worker_pid), "the worker to exit", timeout=30)
+        assert sandboxes_of({worker_pid}) == {"temp dirs": 0, "cgroups": 0}
+    finally:
+        stop_server(server)
+
+
+def _worker_pid(controller_pid: int) -> int:
+    """The pid of the controller's (only) worker process, once it serves."""
+    children: list[str] = []
+
+    def spawned() -> bool:
+        children[:] = Path(f"/proc/{controller_pid}/task/{controller_pid}/children").read_text().split()
+        return len(children) == 1
+
+    wait_for(spawned, "the worker process")
+    return int(children[0])
