@@ -8,7 +8,10 @@ import signal
 import time
 from pathlib import Path
 
-from agentrl_controller.config import ControllerConfig, SandboxPoolConfig, TaskConfig
+import pytest
+
+from agentrl_controller.config import ControllerConfig, SandboxPoolConfig, TaskConfig, load_config
+from agentrl_controller.errors import ConfigError
 from agentrl_envs.sandboxes.bwrap import OWNER_FILE, TEMP_PREFIX
 from agentrl_envs.sandboxes.cgroup import cgroup_leftovers
 from tests.agentrl_controller.conftest import call, running, start_server, stop_server
@@ -131,3 +134,19 @@ def _worker_pid(controller_pid: int) -> int:
 
     wait_for(spawned, "the worker process")
     return int(children[0])
+
+
+def test_pool_config_is_validated_and_read_from_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="exceeds sandbox_pool.maximum"):
+        SandboxPoolConfig(warm=5, maximum=2)
+    path = tmp_path / "controller.yaml"
+    path.write_text(
+        "tasks:\n- name: os-std\n  env: os\n  options: {backend: docker}\n"
+        "  sandbox_pool: {warm: 1, maximum: 8, reuse: 1, images: [default]}\n"
+    )
+    config = load_config(path)
+    assert config.sweep_sandboxes is True
+    assert config.tasks[0].sandbox_pool == SandboxPoolConfig(warm=1, maximum=8, images=["default"])
+    with pytest.raises(ConfigError, match="sandbox_pool"):
+        path.write_text("tasks:\n- {name: os-std, env: os, sandbox_pool: {size: 3}}\n")
+        load_config(path)
