@@ -3,6 +3,7 @@ killed with its workers leaves orphans that the next controller's start sweeps a
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -57,7 +58,9 @@ def gone(pid: int) -> bool:
 
 
 async def test_os_worker_leases_from_the_warm_pool_and_shutdown_closes_everything() -> None:
-    config = ControllerConfig(tasks=[os_task(sandbox_pool=POOL)], sweep_sandboxes=False)
+    config = ControllerConfig(
+        tasks=[os_task(sandbox_pool=POOL)], sweep_sandboxes=False, sessions={"sweep_interval_s": 0.1}
+    )
     async with running(config) as (controller, client):
         [(_, worker_pid, _)] = controller.supervisor.processes()
         assert worker_pid is not None
@@ -78,6 +81,10 @@ async def test_os_worker_leases_from_the_warm_pool_and_shutdown_closes_everythin
         )
         assert out.json()["finish"] is True
         wait_for(lambda: sandboxes_of({worker_pid})["temp dirs"] == 2, "the used sandbox closed (reuse=1)")
+        await asyncio.sleep(0.5)  # the upkeep loop fetches the pool's counters from the worker
+        metrics = (await client.get("http://testserver/metrics")).text
+        assert 'controller_sandbox_pool_sandboxes{image="default",state="idle",task="os-pool"} 2.0' in metrics
+        assert 'controller_sandbox_pool_sandboxes{image="default",state="leased",task="os-pool"} 0.0' in metrics
     assert gone(worker_pid)
     assert sandboxes_of({worker_pid}) == {"temp dirs": 0, "cgroups": 0}
 

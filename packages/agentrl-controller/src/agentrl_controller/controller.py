@@ -200,6 +200,13 @@ class Controller:
             m.worker_slots_used.labels(w.task).inc(w.active)
             m.worker_slots_total.labels(w.task).inc(w.concurrency)
         m.queue_depth.set(self.admission.waiting())
+        m.sandboxes.clear()
+        m.sandboxes_replaced.clear()
+        for w in self.pool.workers.values():
+            for image, stats in w.sandbox_pool.items():
+                for state in ("idle", "leased", "starting"):
+                    m.sandboxes.labels(w.task, image, state).inc(stats.get(state, 0))
+                m.sandboxes_replaced.labels(w.task, image).inc(stats.get("unhealthy", 0))
 
     # ------------------------------------------------------------------ upkeep
 
@@ -210,8 +217,23 @@ class Controller:
                 self.sessions.expire_idle(self.config.sessions.ttl_s)
                 for worker in self.pool.expire(self.config.workers.heartbeat_timeout_s):
                     await worker.client.aclose()
+                await self._poll_sandbox_pools()
             except Exception:  # the loop must survive a bug in one sweep
                 logger.exception("controller upkeep failed")
+
+    async def _poll_sandbox_pools(self) -> None:
+        """Fetch the sandbox pool counters of local workers whose task pools its sandboxes."""
+        pooled = {task.name for task in self.config.tasks if task.sandbox_pool is not None}
+        for worker in list(self.pool.workers.values()):
+            if worker.kind != "local" or worker.task not in pooled:
+                continue
+            try:
+                status = await asyncio.wait_for(worker.client.worker_status(), timeout=5)
+            except Exception:  # a worker that does not answer is the supervisor's business, not the metrics'
+                logger.debug("sandbox pool counters of %s unavailable", worker.worker_id, exc_info=True)
+                continue
+            if isinstance(status, dict) and isinstance(status.get("sandbox_pool"), dict):
+                worker.sandbox_pool = status["sandbox_pool"]
 
 
 def _check_worker_address(address: str) -> None:

@@ -53,6 +53,18 @@ class ControllerMetrics:
         self.workers_lost = Counter(
             "controller_workers_lost", "Workers that died or stopped heartbeating, by task.", ["task"], registry=r
         )
+        self.sandboxes = Gauge(
+            "controller_sandbox_pool_sandboxes",
+            "Sandboxes in the pools of local workers, by task, image and state (idle, leased, starting).",
+            ["task", "image", "state"],
+            registry=r,
+        )
+        self.sandboxes_replaced = Gauge(
+            "controller_sandbox_pool_unhealthy",
+            "Idle sandboxes that failed the health check and were replaced, by task and image (since worker start).",
+            ["task", "image"],
+            registry=r,
+        )
         self.errors = Counter("controller_errors", "Error answers, by HTTP status code.", ["code"], registry=r)
 
     def render(self) -> bytes:

@@ -18,7 +18,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import uvicorn
@@ -188,7 +188,10 @@ def create_worker_app(worker: LocalWorker) -> Starlette:
         return JSONResponse(await worker.cancel(data["session_id"]))
 
     async def worker_status(_: Request) -> JSONResponse:
-        return JSONResponse({"concurrency": worker.concurrency, "current": len(worker.sessions)})
+        status: dict[str, Any] = {"concurrency": worker.concurrency, "current": len(worker.sessions)}
+        if worker.sandbox_pool is not None:  # an extra key: upstream's controller reads only the two above
+            status["sandbox_pool"] = {image: asdict(stats) for image, stats in worker.sandbox_pool.stats().items()}
+        return JSONResponse(status)
 
     async def get_indices(_: Request) -> JSONResponse:
         return JSONResponse(list(range(worker.num_samples)))

@@ -34,6 +34,8 @@ class Worker:
     pid: int | None = None
     restarts: int = 0
     last_seen: float = field(default_factory=time.monotonic)
+    sandbox_pool: dict[str, dict[str, int]] = field(default_factory=dict)
+    """The worker's sandbox pool counters by image (``worker_status``), refreshed by the controller's upkeep."""
 
     @property
     def free(self) -> int:
