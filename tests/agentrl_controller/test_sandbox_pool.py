@@ -26,17 +26,23 @@ def os_task(**kwargs: object) -> TaskConfig:
     return TaskConfig(**{**settings, "options": {"backend": "bwrap", "limits": LIMITS}, **kwargs})
 
 
-def sandboxes_of(pids: set[int]) -> dict[str, int]:
-    """Temp dirs and cgroups of the bwrap sandboxes owned by ``pids``."""
+def ids_of(pid: int) -> set[str]:
+    """Ids of the bwrap sandboxes whose temp dir names ``pid`` as owner."""
     ids = set()
     for directory in Path("/tmp").glob(f"{TEMP_PREFIX}*"):
         try:
             owner = int((directory / OWNER_FILE).read_text())
         except (OSError, ValueError):
             continue
-        if owner in pids:
+        if owner == pid:
             ids.add(directory.name[len(TEMP_PREFIX) :].split("-", 1)[0])
-    cgroups = sum(1 for path in cgroup_leftovers() if path.name.removeprefix("agentrl-") in ids)
+    return ids
+
+
+def sandboxes_of(pids: set[int]) -> dict[str, int]:
+    """Temp dirs and cgroups of the bwrap sandboxes owned by ``pids``."""
+    ids = {sandbox_id for pid in pids for sandbox_id in ids_of(pid)}
+    cgroups = len({p.name for p in cgroup_leftovers() if p.name.removeprefix("agentrl-") in ids})
     return {"temp dirs": len(ids), "cgroups": cgroups}
 
 
@@ -107,12 +113,16 @@ def test_a_restarted_controller_sweeps_what_a_killed_one_left(tmp_path: Path) ->
         server.process.send_signal(signal.SIGKILL)
         server.process.wait()
         wait_for(lambda: gone(worker_pid), "the worker to die")
-        assert sandboxes_of({worker_pid})["temp dirs"] == 2  # orphans: temp dirs and cgroups of a dead owner
+        assert sandboxes_of({worker_pid}) == {"temp dirs": 2, "cgroups": 2}  # orphans of a dead owner
+        orphan_cgroups = {
+            path for path in cgroup_leftovers() if path.name.removeprefix("agentrl-") in ids_of(worker_pid)
+        }
     finally:
         stop_server(server)
     second = start_server(tmp_path, [os_task(sandbox_pool=POOL.model_copy(update={"warm": 0}))])
     try:
         assert sandboxes_of({worker_pid}) == {"temp dirs": 0, "cgroups": 0}
+        assert len(orphan_cgroups) >= 2 and not orphan_cgroups & set(cgroup_leftovers())
         assert "sandbox sweep: removed leftovers" in second.log.read_text()
     finally:
         stop_server(second)

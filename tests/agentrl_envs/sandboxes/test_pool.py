@@ -33,8 +33,9 @@ def ours() -> dict[str, int]:
     """What sandboxes of this process hold on the host: temp dirs, cgroups, sandbox processes, containers."""
     dirs = [d for d in Path("/tmp").glob(f"{TEMP_PREFIX}*") if _owner(d) == os.getpid()]
     ids = {d.name[len(TEMP_PREFIX) :].split("-", 1)[0] for d in dirs}
-    cgroups = sum(1 for p in cgroup_leftovers() if p.name.removeprefix("agentrl-") in ids)
-    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+    # cgroup v1 has one directory per controller: count sandboxes, not directories
+    cgroups = len({p.name for p in cgroup_leftovers() if p.name.removeprefix("agentrl-") in ids})
+    children = [pid for task in Path("/proc/self/task").iterdir() for pid in _read(task / "children").split()]
     containers = subprocess.run(
         ["docker", "ps", "-aq", "--filter", f"label=agentrl.owner={os.uname().nodename}:{os.getpid()}"],
         capture_output=True,
@@ -47,6 +48,13 @@ def ours() -> dict[str, int]:
         "processes": len(children),
         "containers": len(containers.stdout.split()) if containers.returncode == 0 else 0,
     }
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:  # a thread that just exited
+        return ""
 
 
 def _owner(directory: Path) -> int:
@@ -96,6 +104,11 @@ def test_warm_lease_is_faster_than_cold_and_shutdown_leaves_nothing(name: str, r
         assert warm < cold / 2
         _wait_idle(pool, "default", 2)  # refilled after the lease
         assert pool.stats()["default"].leased == 1
+        during = ours()  # what shutdown must remove: 2 idle and 1 leased sandbox
+        kind = "containers" if name == "docker" else "temp dirs"
+        assert during[kind] == before[kind] + 3
+        if name == "bwrap":
+            assert during["cgroups"] == before["cgroups"] + 3 and during["processes"] == before["processes"] + 3
     finally:
         pool.close()  # closes the leased sandbox too
     assert not box.alive
