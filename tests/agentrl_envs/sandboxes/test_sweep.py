@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from agentrl_envs.sandboxes.base import SandboxBackend
+from agentrl_envs.sandboxes.cgroup import Cgroup
 from agentrl_envs.sandboxes.sweep import sweep_leftovers
 from agentrl_envs.tasks.os.images import docker_tag
 from tests.agentrl_envs.sandboxes.conftest import TEST_LIMITS
@@ -57,3 +58,14 @@ def _cold_backend(name: str, request: pytest.FixtureRequest) -> SandboxBackend:
     from agentrl_envs.sandboxes.docker import DockerBackend
 
     return DockerBackend(docker_tag, limits=TEST_LIMITS, pool_size=0)
+
+
+def test_sweep_spares_a_sandbox_being_started_by_another_process() -> None:
+    # A sandbox creates its cgroup first and its temp dir (with the owner file) just after: in between, a sweep
+    # by another process (a controller starting) must not take the cgroup away.
+    group = Cgroup.create("0000sweeptest", memory_mb=64, pids=16, cpus=0.5)
+    try:
+        sweep_leftovers()
+        assert all(path.is_dir() for path in group.dirs.values())
+    finally:
+        group.destroy()

@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,20 +47,36 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_GRACE_S = 60.0
+"""Age under which a sandbox's cgroup or temp dir without an owner record may be one being started right now
+(a sandbox creates its cgroup, then its temp dir, then the owner file), so a sweep leaves it alone."""
+
+
 def _owner_alive(directory: Path) -> bool:
     try:
         return _alive(int((directory / OWNER_FILE).read_text()))
     except (OSError, ValueError):
-        return False  # no owner recorded: an interrupted start
+        return _young(directory)  # no owner recorded: a start in progress, or an interrupted one once old
+
+
+def _young(path: Path) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime < _GRACE_S
+    except OSError:
+        return False
 
 
 def sweep_leftovers(*, docker_client: Any | None = None) -> Swept:
     """Remove the temp dirs and cgroups of bwrap sandboxes, and the containers, whose owner process is gone.
 
+    A cgroup without a temp dir, or a temp dir without an owner file, is left alone for its first minute: it
+    may belong to a sandbox another process is starting (the controller sweeps at every start).
+
     Args:
         docker_client: A ``docker`` SDK client to sweep containers with; ``None`` leaves containers alone.
     """
     live_ids: set[str] = set()
+    dead_ids: set[str] = set()
     temp_dirs = 0
     for directory in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
         sandbox_id = directory.name[len(TEMP_PREFIX) :].split("-", 1)[0]
@@ -67,11 +84,14 @@ def sweep_leftovers(*, docker_client: Any | None = None) -> Swept:
             live_ids.add(sandbox_id)
             continue
         shutil.rmtree(directory, ignore_errors=True)
+        dead_ids.add(sandbox_id)
         temp_dirs += 1
     cgroups = 0
     for sandbox_id, group in leftover_groups().items():
         if sandbox_id in live_ids:
             continue
+        if sandbox_id not in dead_ids and any(_young(path) for path in group.dirs.values()):
+            continue  # no temp dir yet: maybe a sandbox starting in another process
         try:
             group.destroy()
             cgroups += 1
