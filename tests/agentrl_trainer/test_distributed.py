@@ -78,6 +78,7 @@ def _rank_logs(out: Path) -> list[list[dict[str, Any]]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # the first one also pays for the shared 2-process run
 def test_each_process_trains_its_own_groups_and_no_group_twice(recorded: Path) -> None:
     logs = _rank_logs(recorded)
     assert len(logs) == 2 and all(entry["world_size"] == 2 for rank in logs for entry in rank)
@@ -90,6 +91,7 @@ def test_each_process_trains_its_own_groups_and_no_group_twice(recorded: Path) -
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # the first one also pays for the shared 2-process run
 def test_after_every_step_every_engine_holds_the_main_process_weights(recorded: Path) -> None:
     rank0, rank1 = _rank_logs(recorded)
     assert [e["step"] for e in rank0] == [e["step"] for e in rank1] == list(range(1, distributed_run.STEPS + 1))
@@ -104,6 +106,7 @@ def test_after_every_step_every_engine_holds_the_main_process_weights(recorded: 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # the first one also pays for the shared 2-process run
 def test_two_processes_match_one_process_on_the_same_groups(recorded: Path, tiny_model_path: Path) -> None:
     _run([sys.executable, str(SCRIPT), "replay", str(tiny_model_path), str(recorded)], recorded / "replay.log")
     two = load_file(str(recorded / "record.safetensors"))
