@@ -13,7 +13,7 @@ blow noise up into a signal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import torch
@@ -54,8 +54,14 @@ def task_normalize(
     *,
     eps: float = 1e-6,
     min_std: float = 1e-6,
+    task_names: Sequence[str] | None = None,
+    all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Normalize token-level advantages per task over action tokens (the paper's Eq. 1).
+
+    The statistics are formed from per-task sums (count, sum, sum of squares, in float64), so that with several
+    training processes ``all_reduce`` can add them up: every process then normalizes with the statistics of the
+    whole batch, exactly as one process holding all of it would.
 
     Args:
         advantages: Shape ``(B, T)``, token-level advantages.
@@ -63,6 +69,9 @@ def task_normalize(
         tasks: The task of each of the B rows.
         eps: Added to the standard deviation.
         min_std: Below this spread a task's advantages are left unchanged.
+        task_names: Every task any process may hold, in one order shared by all processes (needed with
+            ``all_reduce``, since a process may hold no row of some task); defaults to the tasks of ``tasks``.
+        all_reduce: Sums a tensor over the training processes (None: this process holds the whole batch).
 
     Returns:
         A new ``(B, T)`` tensor; non-action tokens are zero.
@@ -71,16 +80,31 @@ def task_normalize(
         raise ValueError(
             f"advantages {tuple(advantages.shape)}, mask {tuple(mask.shape)} and {len(tasks)} tasks do not match."
         )
+    names = sorted(set(task_names if task_names is not None else tasks))
+    if not set(tasks) <= set(names):
+        raise ValueError(f"Rows of tasks {sorted(set(tasks) - set(names))} are not in task_names {names}.")
     out = advantages * mask
     selected = mask.bool()
-    for task in sorted(set(tasks)):
-        rows = torch.tensor([t == task for t in tasks], device=advantages.device)
+    where_by_task = {}
+    stats = torch.zeros(len(names), 3, dtype=torch.float64)
+    for i, task in enumerate(names):
+        rows = torch.tensor([t == task for t in tasks], dtype=torch.bool, device=advantages.device)
         where = selected & rows.unsqueeze(1)
-        values = advantages[where]
-        if values.numel() < 2:
+        values = advantages[where].double()
+        where_by_task[task] = where
+        stats[i, 0] = values.numel()
+        stats[i, 1] = values.sum()
+        stats[i, 2] = (values * values).sum()
+    if all_reduce is not None:
+        stats = all_reduce(stats)
+    for i, task in enumerate(names):
+        count, total, squares = stats[i].tolist()
+        if count < 2:
             continue
-        std = values.std()
+        mean = total / count
+        std = max(squares - total * mean, 0.0) ** 0.5 / (count - 1) ** 0.5  # unbiased, as torch.std
         if std < min_std:
             continue
-        out[where] = (values - values.mean()) / (std + eps)
+        where = where_by_task[task]
+        out[where] = ((advantages[where].double() - mean) / (std + eps)).to(out.dtype)
     return out

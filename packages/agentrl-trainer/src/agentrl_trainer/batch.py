@@ -9,6 +9,7 @@ the token-level importance-sampling correction for asynchrony and for cross-poli
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +27,10 @@ class BatchOptions:
     scale_rewards: str = "group"
     task_advantage_normalization: bool = True
     pad_token_id: int = 0
+    task_names: tuple[str, ...] | None = None
+    """Every task of the run, in one order (needed by ``all_reduce``)."""
+    all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None
+    """Sums over the training processes, so that batch-wide statistics cover every process's groups."""
 
 
 def _pad(rows: list[list[int | float]], value: float, *, left: bool, dtype: torch.dtype) -> torch.Tensor:
@@ -69,7 +74,13 @@ def build_inputs(groups: list[Group], options: BatchOptions) -> tuple[dict[str, 
     mask = (completion_mask * tool_mask).float()
     token_advantages = advantages.unsqueeze(1) * mask
     if options.task_advantage_normalization:
-        token_advantages = task_normalize(token_advantages, mask, [t.row.task for t in trajectories])
+        token_advantages = task_normalize(
+            token_advantages,
+            mask,
+            [t.row.task for t in trajectories],
+            task_names=options.task_names,
+            all_reduce=options.all_reduce,
+        )
     inputs = {
         "prompt_ids": prompt_ids,
         "prompt_mask": prompt_mask,
@@ -79,6 +90,7 @@ def build_inputs(groups: list[Group], options: BatchOptions) -> tuple[dict[str, 
         "old_per_token_logps": logps,
         "sampling_per_token_logps": logps,
         "advantages": token_advantages,
-        "num_items_in_batch": mask.sum(),
+        # TRL's dapo loss divides by the action tokens of the whole batch, over every process.
+        "num_items_in_batch": options.all_reduce(mask.sum()) if options.all_reduce is not None else mask.sum(),
     }
     return inputs, trajectories

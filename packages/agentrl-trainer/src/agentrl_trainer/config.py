@@ -109,6 +109,13 @@ class AgentRLConfig(GRPOConfig):
     task_advantage_normalization: bool = field(
         default=True, metadata={"help": "Normalize advantages per task over action tokens (paper Eq. 1)."}
     )
+    distributed_log: bool = field(
+        default=False,
+        metadata={
+            "help": "Write output_dir/ranks/rank-R.jsonl per training process: each step's groups and a checksum "
+            "of the weights loaded into its policy engine (to check sharding and weight sync)."
+        },
+    )
     write_report: bool = field(
         default=True, metadata={"help": "Write summary.json and PNG plots to output_dir when training ends."}
     )

@@ -23,6 +23,7 @@ in-process asyncio producer that also steps the environments.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import Counter
@@ -36,6 +37,7 @@ from trl import GRPOTrainer
 
 from agentrl_trainer.batch import BatchOptions, build_inputs
 from agentrl_trainer.config import AgentRLConfig
+from agentrl_trainer.distributed import all_reduce_sum, broadcast_from_main, shard, weights_checksum
 from agentrl_trainer.envs import TaskEnvFactory, make_env_factory, num_samples
 from agentrl_trainer.metrics import diversity_metrics, staleness_metrics, task_metrics
 from agentrl_trainer.rollout.cross_policy import EngineSampler
@@ -137,6 +139,7 @@ class AgentRLTrainer(GRPOTrainer):
         self.idle_s = 0.0
         self._train_started = 0.0
         self._last_tick = (0.0, 0)
+        self._step_groups: list[Group] = []
 
     # ----------------------------------------------------------------- set-up
 
@@ -215,7 +218,12 @@ class AgentRLTrainer(GRPOTrainer):
         args: AgentRLConfig = self.args  # type: ignore[assignment]
         self.sampler = self.build_engines()
         self.producer = RolloutProducer(
-            rows=mixed_rows(self.rows_by_task, weights=args.task_weights, seed=args.seed + self.state.global_step),
+            # Every process builds the same stream and plays its own share of it (see agentrl_trainer.distributed).
+            rows=shard(
+                mixed_rows(self.rows_by_task, weights=args.task_weights, seed=args.seed + self.state.global_step),
+                self.accelerator.process_index,
+                self.accelerator.num_processes,
+            ),
             env_factory=self.env_factory,
             sampler=self.sampler,
             tokenizer=self._tokenizer,
@@ -234,7 +242,8 @@ class AgentRLTrainer(GRPOTrainer):
             max_staleness=args.max_staleness if args.stale_policy == "drop" else None,
             groups_per_version=args.min_groups_per_step,
         )
-        torch.manual_seed(args.seed + self.state.global_step)
+        # Processes sample different groups; their engines' random streams differ too.
+        torch.manual_seed(args.seed + self.state.global_step + 1_000_003 * self.accelerator.process_index)
         self._train_started = time.perf_counter()
         self._last_tick = (self._train_started, 0)
         self.producer.start()
@@ -248,7 +257,29 @@ class AgentRLTrainer(GRPOTrainer):
         if self.sampler is None:
             return
         state_dict = self.accelerator.unwrap_model(self.model).state_dict()
+        if self.accelerator.num_processes > 1:
+            # Every process's engines get the main process's weights, bit for bit.
+            state_dict = broadcast_from_main(state_dict)
         self.sampler.update_weights(state_dict, version)
+        if self.args.distributed_log:
+            self._log_rank_step(version, state_dict)
+
+    def _log_rank_step(self, version: int, pushed: dict[str, torch.Tensor]) -> None:
+        """One line of output_dir/ranks/rank-R.jsonl: this step's groups and the policy engine's weights."""
+        engine_model = getattr(self.sampler.policy, "model", None) if self.sampler is not None else None
+        weights = engine_model.state_dict() if isinstance(engine_model, torch.nn.Module) else pushed
+        line = {
+            "rank": self.accelerator.process_index,
+            "world_size": self.accelerator.num_processes,
+            "step": version,
+            "engine_version": self.sampler.policy.version if self.sampler is not None else None,
+            "engine_weights_sha256": weights_checksum(weights),
+            "groups": [[g.row.task, g.row.split, g.row.index] for g in self._step_groups],
+        }
+        path = Path(self.args.output_dir) / "ranks" / f"rank-{self.accelerator.process_index}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as f:
+            f.write(json.dumps(line) + "\n")
 
     def train(self, *args: Any, **kwargs: Any) -> Any:
         """TRL's ``train``; the rollout producer is stopped however it ends."""
@@ -290,8 +321,11 @@ class AgentRLTrainer(GRPOTrainer):
                 scale_rewards=args.scale_rewards,
                 task_advantage_normalization=args.task_advantage_normalization,
                 pad_token_id=self._tokenizer.pad_token_id,
+                task_names=tuple(args.tasks),
+                all_reduce=all_reduce_sum if self.accelerator.num_processes > 1 else None,
             ),
         )
+        self._step_groups = groups
         if self.beta != 0.0:
             inputs["ref_per_token_logps"] = self._reference_logps(inputs)
         self._record(groups, trajectories, idle, version)

@@ -1,0 +1,162 @@
+"""A short training run for the distributed tests, started by ``accelerate launch`` or plain ``python``.
+
+``record``: train ``STEPS`` sync steps of ``GROUPS_PER_PROCESS`` groups per process, with ``distributed_log`` on,
+and save every process's groups of every step (pickled), the loss curve (loss, grad norm) and the final parameters.
+
+``replay``: one process trains on the groups a ``record`` run saved, step ``s`` being the union of every
+process's step-``s`` groups (no rollouts: the groups are replayed), and saves its loss curve and final parameters.
+Comparing the two is the parity check of ``test_distributed.py``: the same groups and the same total batch must
+give the same parameters, whether one process or several computed the step.
+
+Usage: ``distributed_run.py {record,replay} MODEL_DIR OUT_DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import save_file
+
+from agentrl_trainer import AgentRLConfig, AgentRLTrainer
+from agentrl_trainer.distributed import weights_checksum
+from agentrl_trainer.rollout.producer import ProducerStats
+from agentrl_trainer.tiny import load_tokenizer
+from agentrl_trainer.types import Group
+from tests.agentrl_trainer.envs import LengthEnv
+
+STEPS = 3
+GROUPS_PER_PROCESS = 2
+SAMPLES = 12  # = STEPS * GROUPS_PER_PROCESS * 2 processes: one pass over the rows
+
+
+def config(out: Path, groups_per_step: int) -> AgentRLConfig:
+    """The run both modes share; only the groups per step (per process) differ."""
+    return AgentRLConfig(
+        output_dir=str(out / "run"),
+        tasks=["length"],
+        max_samples_per_task=SAMPLES,
+        num_generations=4,
+        max_steps=STEPS,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        learning_rate=5e-3,
+        max_turns=2,
+        max_new_tokens_per_turn=8,
+        max_total_tokens=1024,
+        rollout_mode="sync",
+        min_groups_per_step=groups_per_step,
+        max_groups_per_step=groups_per_step,
+        queue_size=groups_per_step,
+        seed=0,
+        distributed_log=True,
+        write_report=False,
+        use_cpu=True,
+    )
+
+
+class RowsEnv(LengthEnv):
+    """A LengthEnv with one row per group the record run trains."""
+
+    def num_samples(self) -> int:
+        return SAMPLES
+
+
+class RecordingTrainer(AgentRLTrainer):
+    """Saves the groups each process trains on, step by step."""
+
+    groups_dir: Path
+
+    def _record(self, groups: list[Group], trajectories: list[Any], idle_s: float, version: int) -> None:
+        super()._record(groups, trajectories, idle_s, version)
+        path = self.groups_dir / f"rank-{self.accelerator.process_index}-step-{version}.pkl"
+        path.write_bytes(pickle.dumps(groups))
+
+
+class ReplayProducer:
+    """Hands out recorded groups in order (the trainer-facing side of RolloutProducer)."""
+
+    def __init__(self, steps: list[list[Group]]) -> None:
+        self.steps = list(steps)
+        self.stats = ProducerStats()
+        self.status_counts: dict[str, int] = {}
+        self.queue_depth = 0
+        self.leaked_tasks = 0
+
+    def request(self, groups: int) -> None:
+        pass
+
+    def get_groups(self, min_groups: int, max_groups: int, timeout_s: float) -> list[Group]:
+        groups = self.steps.pop(0)
+        if not min_groups <= len(groups) <= max_groups:
+            raise RuntimeError(f"recorded step has {len(groups)} groups, the trainer wants {min_groups}-{max_groups}")
+        self.stats.groups += len(groups)
+        self.stats.episodes += sum(len(g.trajectories) for g in groups)
+        return groups
+
+    def discard(self, groups: int) -> None:
+        if groups:
+            raise RuntimeError("a replayed group was dropped as stale; the replay would not match the recording")
+
+    def stop(self) -> None:
+        pass
+
+
+class ReplayTrainer(AgentRLTrainer):
+    """Trains on recorded groups instead of playing episodes."""
+
+    steps: list[list[Group]]
+
+    def _ensure_producer(self) -> Any:
+        if self.producer is None:
+            self.sampler = self.build_engines()
+            self.producer = ReplayProducer(self.steps)  # type: ignore[assignment]
+        return self.producer
+
+
+def main(mode: str, model_dir: Path, out: Path) -> None:
+    tokenizer = load_tokenizer(model_dir)
+    factories = {"length": lambda split: RowsEnv(split=split)}
+    groups_dir = out / "groups"
+    if mode == "record":
+        trainer: AgentRLTrainer = RecordingTrainer(
+            str(model_dir), config(out, GROUPS_PER_PROCESS), processing_class=tokenizer, env_factories=factories
+        )
+        trainer.groups_dir = groups_dir  # type: ignore[attr-defined]
+        groups_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        recorded = sorted(groups_dir.glob("rank-*-step-*.pkl"))
+        ranks = sorted({int(p.name.split("-")[1]) for p in recorded})
+        steps = [
+            [g for rank in ranks for g in pickle.loads((groups_dir / f"rank-{rank}-step-{step}.pkl").read_bytes())]
+            for step in range(STEPS)
+        ]
+        trainer = ReplayTrainer(
+            str(model_dir),
+            config(out / "replay", GROUPS_PER_PROCESS * len(ranks)),
+            processing_class=tokenizer,
+            env_factories=factories,
+        )
+        trainer.steps = steps  # type: ignore[attr-defined]
+    trainer.train()
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    rank = trainer.accelerator.process_index
+    (out / f"{mode}-rank-{rank}-trainer.sha256").write_text(weights_checksum(model.state_dict()))
+    if trainer.accelerator.is_main_process:
+        params = {k: v.detach().clone().contiguous() for k, v in model.named_parameters()}
+        save_file(params, str(out / f"{mode}.safetensors"))
+        logs = [e for e in trainer.state.log_history if "loss" in e and "grad_norm" in e]
+        curves = {"loss": [e["loss"] for e in logs], "grad_norm": [e["grad_norm"] for e in logs]}
+        (out / f"{mode}-curves.json").write_text(json.dumps(curves))
+    if torch.distributed.is_initialized():
+        torch.distributed.barrier()  # the main process writes its files before the launcher ends the others
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))
