@@ -43,6 +43,8 @@ import aiohttp
 import httpx
 import yaml
 
+from _stats import percentile  # bench/ is on sys.path when a benchmark runs as a script
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the upstream venv helper and its echo task live with the compatibility tests
 
@@ -59,15 +61,6 @@ def action(tool: str) -> dict[str, Any]:
     """An assistant message with one call of ``tool``."""
     call = {"id": "call_1", "type": "function", "function": ACTIONS[tool]}
     return {"role": "assistant", "content": None, "tool_calls": [call]}
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (nearest rank), in the values' unit, rounded to microseconds."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
-    return round(ordered[rank], 3)
 
 
 def free_port() -> int:

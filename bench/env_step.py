@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import agentrl_envs
+from _stats import percentile  # bench/ is on sys.path when a benchmark runs as a script
 from agentrl_envs.core.oracle import load_oracle
 from agentrl_envs.core.registry import TASKS
 
@@ -57,15 +58,6 @@ class Figures:
             "step_p50_ms": percentile(self.step_ms, 50),
             "step_p99_ms": percentile(self.step_ms, 99),
         }
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (nearest rank) of ``values``, rounded to microseconds."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
-    return round(ordered[rank], 3)
 
 
 def measure(task: str, variant: str, options: dict[str, Any], *, episodes: int, seed: int) -> Figures:

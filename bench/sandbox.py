@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from _stats import percentile  # bench/ is on sys.path when a benchmark runs as a script
 from agentrl_envs.sandboxes.base import SandboxBackend
 from agentrl_envs.tasks.os.backends import make_backend
-from env_step import percentile  # bench/ is on sys.path when a benchmark runs as a script
 
 # label -> how to make its backend
 VARIANTS: dict[str, Callable[[], SandboxBackend]] = {

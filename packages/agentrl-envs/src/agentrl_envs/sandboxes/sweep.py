@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 import socket
 import tempfile
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.errors import InfraError
+from agentrl_envs.core.processes import pid_alive
 from agentrl_envs.sandboxes.bwrap import OWNER_FILE, TEMP_PREFIX
 from agentrl_envs.sandboxes.cgroup import leftover_groups
 
@@ -37,16 +37,6 @@ class Swept:
     containers: int = 0
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 _GRACE_S = 60.0
 """Age under which a sandbox's cgroup or temp dir without an owner record may be one being started right now
 (a sandbox creates its cgroup, then its temp dir, then the owner file), so a sweep leaves it alone."""
@@ -54,7 +44,7 @@ _GRACE_S = 60.0
 
 def _owner_alive(directory: Path) -> bool:
     try:
-        return _alive(int((directory / OWNER_FILE).read_text()))
+        return pid_alive(int((directory / OWNER_FILE).read_text()))
     except (OSError, ValueError):
         return _young(directory)  # no owner recorded: a start in progress, or an interrupted one once old
 
@@ -107,7 +97,7 @@ def _sweep_containers(client: Any) -> int:
     removed = 0
     for container in client.containers.list(all=True, filters={"label": LABEL}):
         owner_host, _, pid = str(container.labels.get(OWNER_LABEL, "")).rpartition(":")
-        if owner_host == host and pid.isdigit() and _alive(int(pid)):
+        if owner_host == host and pid.isdigit() and pid_alive(int(pid)):
             continue
         if owner_host and owner_host != host:
             continue  # another machine's engine client: not ours to judge

@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 
 from agentrl_envs.core.env import Fidelity
 from agentrl_envs.core.errors import EnvError
+from agentrl_envs.core.processes import pid_alive
 from agentrl_envs.tasks.db.data import DBSample, Table
 
 __all__ = [
@@ -139,19 +140,9 @@ def private_dir(kind: str) -> Path:
         _swept.add(kind)
         for path in root.glob(f"agentrl-{kind}-*-*"):
             owner = path.name.split("-")[2]
-            if owner.isdigit() and not _is_running(int(owner)):
+            if owner.isdigit() and not pid_alive(int(owner)):
                 shutil.rmtree(path, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f"agentrl-{kind}-{os.getpid()}-", dir=root))
-
-
-def _is_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def format_rows(rows: Iterable[tuple[object, ...]], limit: int) -> tuple[str, bool]:

@@ -9,19 +9,18 @@ released, or at interpreter exit. Settings follow upstream's ``mysql:8`` contain
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import logging
 import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
+from agentrl_envs.core.processes import SharedServer
 from agentrl_envs.tasks.db.backend import private_dir
 
 __all__ = ["MariaDBServer", "acquire_server", "release_server"]
@@ -180,36 +179,14 @@ class MariaDBServer:
             self._dir = None
 
 
-_lock = threading.Lock()
-_shared: MariaDBServer | None = None
-_users = 0
+def _started() -> MariaDBServer:
+    server = MariaDBServer()
+    server.start()
+    return server
 
 
-def acquire_server() -> MariaDBServer:
-    """The process's shared server, started on first use; pair every call with :func:`release_server`."""
-    global _shared, _users
-    with _lock:
-        if _shared is None or not _shared.running:
-            server = MariaDBServer()
-            server.start()
-            _shared = server
-        _users += 1
-        return _shared
-
-
-def release_server() -> None:
-    """Drop one user of the shared server; the last one stops it."""
-    global _shared, _users
-    with _lock:
-        _users = max(_users - 1, 0)
-        if _users == 0 and _shared is not None:
-            _shared.stop()
-            _shared = None
-
-
-@atexit.register
-def _stop_at_exit() -> None:
-    global _shared
-    if _shared is not None:
-        _shared.stop()
-        _shared = None
+_server: SharedServer[MariaDBServer] = SharedServer(_started)
+acquire_server = _server.acquire
+"""The process's shared server, started on first use; pair every call with :func:`release_server`."""
+release_server = _server.release
+"""Drop one user of the shared server; the last one stops it."""

@@ -14,7 +14,6 @@ upstream's engine, over the same triples the in-process backend reads.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import shutil
 import socket
@@ -30,6 +29,7 @@ from types import TracebackType
 import httpx
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
+from agentrl_envs.core.processes import SharedServer
 from agentrl_envs.tasks.kg.backends import OFFLINE_GRAPH_IRI
 from agentrl_envs.tasks.kg.graph import KGGraph
 
@@ -249,40 +249,14 @@ class VirtuosoServer:
         self.stop()
 
 
-_lock = threading.Lock()
-_shared: VirtuosoServer | None = None
-_users = 0
+_server: SharedServer[VirtuosoServer] = SharedServer(lambda: VirtuosoServer().start())
+acquire_server = _server.acquire
+"""The process's shared server (free ports, a temporary directory), started on first use.
 
-
-def acquire_server() -> VirtuosoServer:
-    """The process's shared server (free ports, a temporary directory), started on first use.
-
-    Pair every call with :func:`release_server`; the last release stops it.
-    """
-    global _shared, _users
-    with _lock:
-        if _shared is None or not _shared.running:
-            _shared = VirtuosoServer().start()
-        _users += 1
-        return _shared
-
-
-def release_server() -> None:
-    """Drop one user of the shared server; the last one stops it."""
-    global _shared, _users
-    with _lock:
-        _users = max(_users - 1, 0)
-        if _users == 0 and _shared is not None:
-            _shared.stop()
-            _shared = None
-
-
-@atexit.register
-def _stop_at_exit() -> None:
-    global _shared
-    if _shared is not None:
-        _shared.stop()
-        _shared = None
+Pair every call with :func:`release_server`; the last release stops it.
+"""
+release_server = _server.release
+"""Drop one user of the shared server; the last one stops it."""
 
 
 def _free_port() -> int:
