@@ -13,8 +13,8 @@ Suite (``bench/_words.py``): ``say`` (reward 0/1: answer ``red``) and ``twice`` 
 ``scale_rewards="batch"`` is used for every variant: with per-group std scaling (TRL's default) each group
 is already unit-scaled, which hides the reward-scale imbalance that task normalization addresses.
 
-    uv run python bench/learning.py                      # 3 seeds x 3 variants, about 10-15 minutes on 2 cores
-    uv run python bench/learning.py --seeds 1 --variants default --steps 20
+    uv run python bench/learning.py                      # 3 seeds x 3 variants, about 8 minutes on 2 shared cores
+    uv run python bench/learning.py --seeds 1 --variants default,no_task_norm
 
 Prints a table and, last, one JSON line with every figure (what ``docs/benchmarks.md`` records).
 """
@@ -117,9 +117,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ",".join(VARIANTS))
-    parser.add_argument("--steps", type=int, default=25, help="RL optimizer steps per run")
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--sft-steps", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=80, help="RL optimizer steps per run")
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--sft-steps", type=int, default=150)
     parser.add_argument("--eval-episodes", type=int, default=16, help="episodes per sample in evaluation")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)

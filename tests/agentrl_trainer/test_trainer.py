@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,24 @@ def test_the_progress_bar_shows_the_live_reward_per_task(tmp_path: Path, tiny_mo
     live = next(c for c in trainer.callback_handler.callbacks if isinstance(c, _LiveReward))
     live.on_log(trainer.args, trainer.state, None, logs={"env/db/reward": 0.25, "env/kg/reward": -0.2, "loss": 1.0})
     assert Bar.postfix == {"db": "0.25", "kg": "-0.20"}
+
+
+def test_a_group_that_raises_is_logged_with_its_task_and_index(
+    tmp_path: Path, tiny_model_path: Path, tokenizer: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = []
+
+    def broken(split: str) -> Any:  # the first env (the trainer counts samples with it) works, the next ones fail
+        calls.append(split)
+        if len(calls) > 1:
+            raise ValueError("no such database")
+        return LengthEnv(split=split)
+
+    config = _config(tmp_path, tasks=["length"], max_steps=1, max_groups_per_step=1)
+    trainer = AgentRLTrainer(str(tiny_model_path), config, processing_class=tokenizer, env_factories={"length": broken})
+    with caplog.at_level(logging.WARNING, logger="agentrl_trainer.rollout.producer"):
+        with pytest.raises(RuntimeError, match="no such database"):
+            trainer.train()
+    failed = [r for r in caplog.records if r.levelno == logging.WARNING and "group failed" in r.getMessage()]
+    assert failed, [r.getMessage() for r in caplog.records]
+    assert "task=length index=" in failed[0].getMessage() and "no such database" in failed[0].getMessage()

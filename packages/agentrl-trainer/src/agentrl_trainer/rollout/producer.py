@@ -235,6 +235,7 @@ class RolloutProducer:
     async def _main(self) -> None:
         self._slots = asyncio.Semaphore(self.queue_size if self.mode == "async" else 0)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._task_rows: dict[asyncio.Task[None], TrainingRow] = {}
         self._main_task = asyncio.current_task()
         self._ready.set()
         self.stats.busy_started = time.perf_counter()
@@ -245,6 +246,7 @@ class RolloutProducer:
             self.started_groups += 1
             task = asyncio.create_task(self._play_group(row), name=f"group-{row.task}-{row.index}")
             self._tasks.add(task)
+            self._task_rows[task] = row
             task.add_done_callback(self._group_done)
 
     async def _admit(self) -> None:
@@ -260,8 +262,19 @@ class RolloutProducer:
 
     def _group_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None and self._error is None:
-            self._error = task.exception()
+        row = self._task_rows.pop(task, None)
+        if task.cancelled() or task.exception() is None:
+            return
+        error = task.exception()
+        logger.warning(
+            "task=%s index=%s: group failed with %r; stopping the rollouts",
+            row.task if row else "?",
+            row.index if row else "?",
+            error,
+            exc_info=error,
+        )
+        if self._error is None:
+            self._error = error
             self._cancel_all()
 
     def _cancel_all(self) -> None:
