@@ -13,6 +13,7 @@ import pytest
 
 from agentrl_controller.config import ControllerConfig, SandboxPoolConfig, TaskConfig, load_config
 from agentrl_controller.errors import ConfigError
+from agentrl_envs.core.processes import pid_alive
 from agentrl_envs.sandboxes.bwrap import OWNER_FILE, TEMP_PREFIX
 from agentrl_envs.sandboxes.cgroup import cgroup_leftovers
 from tests.agentrl_controller.conftest import call, running, start_server, stop_server
@@ -56,11 +57,7 @@ def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # noqa: ANN0
 
 
 def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    return not pid_alive(pid)  # a zombie counts as gone: it can no longer clean up
 
 
 async def test_os_worker_leases_from_the_warm_pool_and_shutdown_closes_everything() -> None:

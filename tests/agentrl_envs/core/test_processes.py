@@ -3,6 +3,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from agentrl_envs.core.processes import SharedServer, pid_alive
 
@@ -43,3 +45,11 @@ def test_pid_alive() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     assert not pid_alive(child.pid)
+
+
+def test_a_zombie_is_not_alive() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    while Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+        time.sleep(0.01)  # exited, not yet reaped
+    assert not pid_alive(child.pid)
+    child.wait()

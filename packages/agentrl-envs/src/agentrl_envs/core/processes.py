@@ -6,20 +6,29 @@ import atexit
 import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 __all__ = ["SharedServer", "pid_alive"]
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid runs (one owned by another user counts as running)."""
+    """Whether a process with this pid runs (one owned by another user counts as running).
+
+    A zombie does not: a killed process whose parent died too may wait a long time to be reaped (by an init
+    that reaps lazily, or a subreaper that never does), and it can no longer clean up after itself.
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return True  # no procfs: trust the signal check
+    return state != "Z"
 
 
 class _Server(Protocol):
