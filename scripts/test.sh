@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 started=$(scripts/dockerd.sh start)
 trap 'if [ "$started" = started ]; then scripts/dockerd.sh stop; fi' EXIT
 env_images/os/build
+# A crash of the interpreter (even at exit, in a C extension) prints every thread's stack.
+export PYTHONFAULTHANDLER=1
 uv run pytest "$@"

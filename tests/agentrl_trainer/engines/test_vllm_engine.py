@@ -99,7 +99,7 @@ def test_requests_in_flight_survive_a_weight_update(
     engine = engines[0]
     engine.extra_body = {"min_tokens": 1000}  # long requests, so some are surely running during the update
     batch = prompts(vllm_tokenizer) * 2
-    updated_at: list[float] = []
+    update_started: list[float] = []
 
     async def main() -> list[tuple[Any, float]]:
         async def one(p: list[int]) -> tuple[Any, float]:
@@ -108,8 +108,8 @@ def test_requests_in_flight_survive_a_weight_update(
 
         tasks = [asyncio.create_task(one(p)) for p in batch]
         await asyncio.sleep(0.2)
+        update_started.append(time.monotonic())
         await asyncio.to_thread(engine.update_weights, perturbed(hf_model), 1)
-        updated_at.append(time.monotonic())
         try:
             return await asyncio.gather(*tasks)
         finally:
@@ -117,8 +117,10 @@ def test_requests_in_flight_survive_a_weight_update(
 
     results = asyncio.run(main())
     assert engine.version == 1
-    in_flight = [g for g, done in results if done > updated_at[0]]
-    assert in_flight, "no request was still running when the update finished: raise max_new_tokens"
+    # Requests still running when the update began lived through it (how long the update itself takes depends
+    # on the machine's load, so finishing before it ends is fine: the server reloads between engine steps).
+    in_flight = [g for g, done in results if done > update_started[0]]
+    assert in_flight, "every request ended before the update began: raise min_tokens"
     # They carry the version they started with (the oldest weights that contributed), and were not cut short.
     assert all(g.version == 0 for g in in_flight)
     eos = vllm_tokenizer.eos_token_id
