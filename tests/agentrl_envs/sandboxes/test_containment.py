@@ -63,8 +63,9 @@ def test_fork_bomb_is_stopped_and_reported(backend: SandboxBackend) -> None:
         bomb = box.run_shell("bomb() { bomb | bomb & }; bomb; sleep 2")
         after = box.run_shell("echo alive")
     assert any("process limit" in note for note in bomb.notes)
-    # the shell works; bash may add its job-control notice about the killed background job ("[1]+ Killed ...")
-    assert after.output.startswith(b"alive\n")
+    # the shell works; dying bomb processes may still print "bash: fork: retry: ..." into the terminal, and bash
+    # its job-control notice about the killed background job ("[1]+ Killed ..."), before the answer
+    assert b"alive\n" in after.output
     assert subprocess.run(["true"], check=False).returncode == 0  # the host can still fork
 
 
