@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import atexit
 import os
+import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["SharedServer", "pid_alive"]
+__all__ = ["SharedServer", "pid_alive", "stop_process"]
 
 
 def pid_alive(pid: int) -> bool:
@@ -29,6 +30,18 @@ def pid_alive(pid: int) -> bool:
     except (OSError, IndexError):
         return True  # no procfs: trust the signal check
     return state != "Z"
+
+
+def stop_process(process: subprocess.Popen, *, timeout_s: float = 30.0) -> None:
+    """Terminate ``process`` and wait for it; kill it if it has not exited after ``timeout_s``."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class _Server(Protocol):

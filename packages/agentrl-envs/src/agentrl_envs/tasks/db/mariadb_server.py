@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
-from agentrl_envs.core.processes import SharedServer
+from agentrl_envs.core.processes import SharedServer, stop_process
 from agentrl_envs.tasks.db.backend import private_dir
 
 __all__ = ["MariaDBServer", "acquire_server", "release_server"]
@@ -166,13 +166,7 @@ class MariaDBServer:
     def stop(self) -> None:
         """Stop the server and delete its data directory (idempotent)."""
         if self._process is not None:
-            if self._process.poll() is None:
-                self._process.terminate()
-                try:
-                    self._process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    self._process.kill()
-                    self._process.wait()
+            stop_process(self._process)
             self._process = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)

@@ -29,7 +29,7 @@ from types import TracebackType
 import httpx
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
-from agentrl_envs.core.processes import SharedServer
+from agentrl_envs.core.processes import SharedServer, stop_process
 from agentrl_envs.tasks.kg.backends import OFFLINE_GRAPH_IRI
 from agentrl_envs.tasks.kg.graph import KGGraph
 
@@ -224,13 +224,7 @@ class VirtuosoServer:
     def stop(self) -> None:
         """Stop the server and delete a temporary database directory (idempotent)."""
         if self._process is not None:
-            if self._process.poll() is None:
-                self._process.terminate()
-                try:
-                    self._process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    self._process.kill()
-                    self._process.wait()
+            stop_process(self._process)
             self._process = None
         if self._dir is not None and self._own_dir:
             shutil.rmtree(self._dir, ignore_errors=True)
