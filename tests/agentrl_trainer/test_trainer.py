@@ -51,12 +51,12 @@ def test_a_20_step_async_run_learns_something_and_ends_cleanly(
     config = _config(tmp_path, max_steps=20, lagged_fraction=0.3, lagged_refresh_steps=3)
     trainer = _trainer(tiny_model_path, tokenizer, config)
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
-    threads_before = threading.active_count()
+    threads_before = set(threading.enumerate())
     trainer.train()
     assert trainer.state.global_step == 20
     assert any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
     assert trainer.producer is not None and trainer.producer.leaked_tasks == 0
-    assert threading.active_count() <= threads_before
+    assert set(threading.enumerate()) <= threads_before, "threads left running after train()"
     logs = [e for e in trainer.state.log_history if "env/length/reward" in e]
     assert len(logs) == 20
     assert all(e["rollout/staleness_max"] <= config.max_staleness for e in logs)

@@ -229,6 +229,8 @@ class RolloutProducer:
         finally:
             try:
                 loop.run_until_complete(self._shutdown())
+                # loop.close() only signals the pool; join its threads so none outlives stop().
+                loop.run_until_complete(loop.shutdown_default_executor())
             finally:
                 loop.close()
 
