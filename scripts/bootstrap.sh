@@ -30,7 +30,7 @@ wait_background() {
     local i failed=0 started=$SECONDS
     for i in "${!jobs_pids[@]}"; do
         if wait "${jobs_pids[$i]}"; then
-            echo "bootstrap: ${jobs_names[$i]} done ($((SECONDS - started)) s after the foreground steps)" >&2
+            echo "bootstrap: ${jobs_names[$i]} done (waited $((SECONDS - started)) s for it)" >&2
         else
             echo "bootstrap: ${jobs_names[$i]} failed:" >&2
             tail -30 "$logs/$i.log" >&2
@@ -56,18 +56,22 @@ command -v virtuoso-t >/dev/null 2>&1 || missing+=(virtuoso-opensource-7-bin)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+apt_install() {
+    # Wait for another apt run (e.g. a parallel bootstrap) instead of failing on its lock.
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@"
+}
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
-        # Wait for another apt run (e.g. a parallel bootstrap) instead of failing on its lock.
-        apt-get -o DPkg::Lock::Timeout=600 update -qq
-        step "apt install" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-            --no-install-recommends "${missing[@]}" >/dev/null
+        # In the background while uv syncs: nothing uv installs or builds needs these packages.
+        background "apt install" apt_install "${missing[@]}"
     else
         echo "bootstrap: please install: ${missing[*]} (apt-get install ${missing[*]})" >&2
     fi
 fi
 
 step "uv sync" uv sync --all-packages --all-extras --frozen --quiet
+wait_background
 
 # What only the test suite needs (`make test` sets AGENTRL_TEST_ASSETS=1): made here, in the background while the
 # rootfs builds (which mostly waits on the network and the disk), rather than one after another inside pytest.
