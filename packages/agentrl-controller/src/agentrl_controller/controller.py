@@ -135,17 +135,21 @@ class Controller:
                 worker.concurrency = beat.concurrency
                 self.admission.dispatch(worker.task)
             return worker.worker_id
+        try:
+            client = WorkerClient(
+                beat.address,
+                max_connections=min(beat.concurrency, 1024),
+                read_timeout_s=self.config.workers.request_timeout_s,
+            )
+        except ValueError as e:
+            raise BadRequestError(str(e)) from None
         worker = Worker(
             worker_id=self.pool.new_id("remote"),
             task=beat.name,
             address=beat.address,
             kind="remote",
             concurrency=beat.concurrency,
-            client=WorkerClient(
-                beat.address,
-                max_connections=min(beat.concurrency, 1024),
-                read_timeout_s=self.config.workers.request_timeout_s,
-            ),
+            client=client,
             indices=list(beat.indices),
         )
         self.pool.add(worker)

@@ -49,7 +49,8 @@ class Session:
     busy: bool = False
     started: bool = False
     """The worker has answered start_sample; before that a failure is retried, not an ending."""
-    ending: asyncio.Event = field(default_factory=asyncio.Event)
+    call: asyncio.Future[Any] | None = None
+    """The worker call of the interact in flight, cancelled when the controller ends the session."""
     final: dict[str, Any] | None = None
     """The observation that ended the session (cancel, lost worker), for a request still in flight."""
 
@@ -120,25 +121,28 @@ class SessionManager:
             raise SessionStateError(f"Session {session_id} is already processing a request; wait for its answer.")
         session.busy = True
         session.last_active = time.monotonic()
+        # A task of its own, so that ending the session (cancel, lost worker) can stop the call at once: _end()
+        # cancels it, and this request answers the ending instead.
+        call = session.call = asyncio.ensure_future(self._timed_interact(session, messages))
         try:
-            call = asyncio.ensure_future(self._timed_interact(session, messages))
-            ending = asyncio.ensure_future(session.ending.wait())
+            error = None
             try:
-                await asyncio.wait({call, ending}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                ending.cancel()
-            if session.final is not None:
-                # The controller ended it meanwhile (cancel, lost worker). That ending is what the metrics and
-                # later calls see, so it is the answer even if the worker's reply arrived at the same moment.
-                call.cancel()
-                return dict(session.final)
-            try:
-                out = call.result()
+                out = await call
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if session.final is None or (current is not None and current.cancelling()):
+                    raise  # this request itself was cancelled
             except WorkerError as e:
-                return self._fail(session, f"worker error: {e}")
+                error = f"worker error: {e}"
             except Exception as e:  # session boundary: a bug here must end the session, not the controller
                 logger.exception("session %s: unexpected error in interact", session_id)
-                return self._fail(session, f"controller error: {type(e).__name__}: {e}")
+                error = f"controller error: {type(e).__name__}: {e}"
+            if session.final is not None:
+                # The controller ended it meanwhile. That ending is what the metrics and later calls see, so it is
+                # the answer even if the worker's reply arrived at the same moment.
+                return dict(session.final)
+            if error is not None:
+                return self._fail(session, error)
             env_out = out.get("env_out") if isinstance(out, dict) else None
             if not isinstance(env_out, dict):
                 return self._fail(session, f"worker answered interact without env_out: {str(out)[:200]}")
@@ -147,6 +151,7 @@ class SessionManager:
             return self._answer(session, env_out)
         finally:
             session.busy = False
+            session.call = None
             session.last_active = time.monotonic()
 
     async def cancel(self, session_id: int) -> str:
@@ -258,7 +263,8 @@ class SessionManager:
                 self._undelivered[session.session_id] = session.final
                 while len(self._undelivered) > self._memory:
                     self._undelivered.popitem(last=False)
-        session.ending.set()
+        if session.call is not None:
+            session.call.cancel()  # no-op when the call has completed (the worker finished the session)
         self.metrics.sessions_finished.labels(session.task, status).inc()
         self.metrics.sessions_active.labels(session.task).dec()
         if release:
