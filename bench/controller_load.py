@@ -216,7 +216,7 @@ def controller(
         process = subprocess.Popen(
             [*command, "--log-level", "WARNING"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
         )
-    base, name = f"http://127.0.0.1:{port}/api", config["name"]
+    base, name = f"http://127.0.0.1:{port}/api/", config["name"]
 
     async def start(client: HttpPool, _: int, index: int) -> int:
         return int(
@@ -252,7 +252,7 @@ def upstream_worker(sessions: int, tmp: Path) -> Iterator[Service]:
         process = subprocess.Popen(
             [*command, "-p", str(port)], stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
-    base = f"http://127.0.0.1:{port}/api"
+    base = f"http://127.0.0.1:{port}/api/"
 
     async def start(client: HttpPool, sid: int, index: int) -> int:
         _ok(await client.request("POST", "start_sample", _json({"index": index, "session_id": sid})))
@@ -267,7 +267,7 @@ def upstream_worker(sessions: int, tmp: Path) -> Iterator[Service]:
         return (await client.request("POST", "cancel", _json({"session_id": sid}))).status
 
     try:
-        _wait_ready(process, base + "/worker_status", log)
+        _wait_ready(process, base + "worker_status", log)
         yield Service(process, base, start, interact, cancel)
     finally:
         _stop(process)
