@@ -18,6 +18,8 @@ controller and its worker processes together, measured with all N sessions open.
 
     uv run python bench/controller_load.py                               # everything (several minutes)
     uv run python bench/controller_load.py --targets controller:noop --sessions 100 --seconds 3
+    # another version of the controller under the same load, e.g. main's (git archive main packages | tar -x -C X)
+    uv run python bench/controller_load.py --targets controller:noop --controller-src X/packages/agentrl-controller/src
 
 Prints a table and, last, one JSON line with every figure (what ``docs/benchmarks.md`` records).
 """
