@@ -39,7 +39,7 @@ from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.sandboxes.pool import SandboxPool
 
-__all__ = ["LocalWorker", "build_worker", "create_worker_app", "main"]
+__all__ = ["LocalWorker", "build_worker", "create_worker_app", "loop_factory", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -288,11 +288,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s worker %(name)s: %(message)s")
     task = TaskConfig.model_validate_json(args.task)
-    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=_loop_factory()) as runner:
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory()) as runner:
         runner.run(_serve(task, args.uds))
 
 
-def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The uvloop event loop where it is installed (as uvicorn picks it for the controller): cheaper per request."""
     try:
         import uvloop
