@@ -29,7 +29,8 @@ __all__ = ["Session", "SessionManager"]
 logger = logging.getLogger(__name__)
 
 _RUNNING = SampleStatus.RUNNING.value
-_START_ATTEMPTS = 3
+_START_ATTEMPTS = 5
+_START_BACKOFF_S = 0.05
 _CANCEL_TIMEOUT_S = 30.0
 
 
@@ -82,7 +83,7 @@ class SessionManager:
             The flat first observation, with ``session_id``.
         """
         last_error: WorkerError | None = None
-        for _ in range(_START_ATTEMPTS):
+        for attempt in range(_START_ATTEMPTS):
             worker = await self.admission.acquire(task)
             session = Session(next(self._ids), task, index, worker)
             self.sessions[session.session_id] = session
@@ -96,7 +97,10 @@ class SessionManager:
                     continue
                 if e.status_code is not None:
                     raise BadRequestError(f"Task {task!r} refused sample {index!r}: {e}") from e
-                self._check_worker(worker)
+                if self._check_worker(worker) and attempt + 1 < _START_ATTEMPTS:
+                    # A killed worker closes its sockets before its process is gone (and before the supervisor
+                    # hears of it), so it still looks alive: wait a little rather than pick it again at once.
+                    await asyncio.sleep(_START_BACKOFF_S * 2**attempt)
                 continue
             except BaseException:
                 self._forget(session)
@@ -105,7 +109,9 @@ class SessionManager:
             self.metrics.sessions_started.labels(task).inc()
             self.metrics.sessions_active.labels(task).inc()
             return self._answer(session, out)
-        raise BadRequestError(f"Could not start a session of task {task!r} after {_START_ATTEMPTS} tries: {last_error}")
+        message = f"Could not start a session of task {task!r} after {_START_ATTEMPTS} tries: {last_error}"
+        logger.warning("%s", message)
+        raise BadRequestError(message)
 
     async def interact(self, session_id: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """Send the agent's messages to the session's worker; returns the flat observation.
