@@ -187,7 +187,7 @@ class AgentRLTrainer(GRPOTrainer):
         )
 
     def _build_vllm_engines(self, model: Any, version: int) -> EngineSampler:
-        """Start vLLM servers loaded with the current weights (staged under output_dir); see engines.factory."""
+        """Start vLLM servers (or colocated engines) loaded with the current weights, staged under output_dir."""
         from agentrl_trainer.engines.factory import stage_model, vllm_engine
         from agentrl_trainer.engines.vllm_server import VLLMServerConfig
 
@@ -198,7 +198,12 @@ class AgentRLTrainer(GRPOTrainer):
         server = VLLMServerConfig(
             model=str(staged), dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
         )
-        common = {"server": server, "eos_token_id": self._tokenizer.eos_token_id, "temperature": args.temperature}
+        common = {
+            "server": server,
+            "eos_token_id": self._tokenizer.eos_token_id,
+            "temperature": args.temperature,
+            "mode": args.vllm_mode,
+        }
         policy = vllm_engine(
             "policy", replicas=args.vllm_replicas, server_urls=args.vllm_server_urls, version=version, **common
         )
