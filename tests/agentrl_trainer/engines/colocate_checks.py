@@ -55,6 +55,13 @@ def _in_flight(engine: Any, prompts: list[list[int]], new_weights: Any) -> dict[
     }
 
 
+def _cmd(process: Any) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except Exception:  # it exited meanwhile
+        return ""
+
+
 def engine_scenario(model_dir: str) -> dict[str, Any]:
     """Greedy and sampled generations, a weight update, requests across an update, a bad update, shutdown."""
     import psutil
@@ -72,7 +79,9 @@ def engine_scenario(model_dir: str) -> dict[str, Any]:
     started = time.perf_counter()
     engine = VLLMColocateEngine(config, eos_token_id=tokenizer.eos_token_id, name="colo", temperature=0.0)
     out["startup_s"] = time.perf_counter() - started
-    out["children_before_close"] = [" ".join(p.cmdline()) for p in psutil.Process().children(recursive=True)]
+    # vLLM's engine core (and its worker) are this process's children; multiprocessing's resource tracker too.
+    vllm_children = [p for p in psutil.Process().children(recursive=True) if "resource_tracker" not in _cmd(p)]
+    out["vllm_children"] = [f"{p.pid} {p.name()}" for p in vllm_children]
     try:
         out["greedy"] = _generations(engine, prompts(tokenizer), 16)
         engine.temperature = 0.7
@@ -95,9 +104,86 @@ def engine_scenario(model_dir: str) -> dict[str, Any]:
         out["in_flight"] = _in_flight(engine, prompts(tokenizer) * 2, perturbed(model, seed=1))
     finally:
         engine.close()
-    psutil.wait_procs([p for p in psutil.Process().children(recursive=True)], timeout=30)
-    out["children_after_close"] = [" ".join(p.cmdline()) for p in psutil.Process().children(recursive=True)]
+    _, alive = psutil.wait_procs(vllm_children, timeout=30)
+    out["vllm_children_alive_after_close"] = [f"{p.pid} {p.name()}" for p in alive]
+    out["children_after_close"] = [_cmd(p) for p in psutil.Process().children(recursive=True)]
     out["eos_token_id"] = tokenizer.eos_token_id
+    return out
+
+
+def lora_scenario(model_dir: str) -> dict[str, Any]:
+    """A policy and a lagged engine as LoRA adapters on one vLLM engine, next to peft's own outputs."""
+    import copy
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from agentrl_trainer.engines.vllm_colocate import VLLMColocateEngine
+    from agentrl_trainer.engines.vllm_lora import LoRAVersions
+    from agentrl_trainer.engines.vllm_server import VLLMServerConfig
+    from agentrl_trainer.rollout.cross_policy import EngineSampler
+    from agentrl_trainer.tiny import load_tokenizer
+    from tests.agentrl_trainer.engines.helpers import greedy, prompts, token_logprobs
+
+    tokenizer = load_tokenizer(Path(model_dir))
+    eos = tokenizer.eos_token_id
+    base = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    peft_model = get_peft_model(copy.deepcopy(base), LoraConfig(r=8, lora_alpha=16, target_modules=modules)).eval()
+    initial = {k: v.clone() for k, v in peft_model.state_dict().items()}  # lora_B = 0: the base model
+
+    def step(seed: int) -> dict[str, torch.Tensor]:
+        """An adapter as training would leave it: every LoRA matrix moved."""
+        generator = torch.Generator().manual_seed(seed)
+        return {
+            k: (0.3 * torch.randn(v.shape, generator=generator) if ".lora_" in k else v) for k, v in initial.items()
+        }
+
+    batch = prompts(tokenizer, 3)
+
+    def reference(state_dict: dict[str, torch.Tensor]) -> list[dict[str, Any]]:
+        peft_model.load_state_dict(state_dict)
+        out = []
+        for p in batch:
+            ids = greedy(peft_model, p, 12, eos)
+            out.append({"token_ids": ids, "logprobs": token_logprobs(peft_model, p, ids)})
+        return out
+
+    lora_flags = ["--enable-lora", "--max-lora-rank", "8", "--max-loras", "4"]
+    config = VLLMServerConfig(model=model_dir, dtype="float32", max_model_len=2048, extra_args=lora_flags)
+    engine = VLLMColocateEngine(config, eos_token_id=eos, name="vllm-lora", temperature=0.0)
+    pool = LoRAVersions(engine, peft_model.peft_config["default"].to_dict())
+    out: dict[str, Any] = {}
+    try:
+        policy = pool.engine_for("policy", initial, 0)
+        lagged = pool.engine_for("lagged0", initial, 0)
+        sampler = EngineSampler(policy, [lagged], lagged_fraction=0.5, lagged_refresh_steps=2)
+        out["v0"] = {"policy": _generations(policy, batch, 12), "peft": reference(initial)}
+        out["v0"]["base"] = [greedy(base, p, 12, eos) for p in batch]
+        sampler.update_weights(step(1), version=1)
+        out["v1"] = {
+            "versions": [policy.version, lagged.version],
+            "policy": _generations(policy, batch, 12),
+            "lagged": _generations(lagged, batch, 12),
+            "peft": reference(step(1)),
+            "loaded": pool.loaded_versions,
+        }
+        sampler.update_weights(step(2), version=2)
+        time.sleep(1.0)  # adapters are removed from vLLM without waiting
+        out["v2"] = {
+            "versions": [policy.version, lagged.version],
+            "policy": _generations(policy, batch, 12),
+            "lagged": _generations(lagged, batch, 12),
+            "peft": reference(step(2)),
+            "loaded": pool.loaded_versions,
+            "vllm_lora_ids": sorted(engine.call("list_loras")),
+        }
+        update = time.perf_counter()
+        sampler.update_weights(step(3), version=3)
+        out["adapter_update_s"] = time.perf_counter() - update
+    finally:
+        pool.close()
     return out
 
 
@@ -156,10 +242,12 @@ def main(argv: list[str]) -> None:
     scenario, model_dir, out_path = argv[:3]
     if scenario == "engine":
         result = engine_scenario(model_dir)
+    elif scenario == "lora":
+        result = lora_scenario(model_dir)
     elif scenario == "train":
         result = train_scenario(model_dir, argv[3])
     else:
-        raise SystemExit(f"unknown scenario {scenario!r}; choose engine or train")
+        raise SystemExit(f"unknown scenario {scenario!r}; choose engine, lora or train")
     Path(out_path).write_text(json.dumps(result))
 
 

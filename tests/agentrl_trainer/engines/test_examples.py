@@ -39,7 +39,7 @@ def test_an_unknown_engine_names_the_choices(tmp_path: Path) -> None:
 
 def test_vllm_mode_is_server_by_default_and_colocate_refuses_server_urls(tmp_path: Path) -> None:
     assert AgentRLConfig(output_dir=str(tmp_path), tasks=["db"]).vllm_mode == "server"  # TRL's default is colocate
-    with pytest.raises(ValueError, match=r"vllm_mode='remote' is not supported; choose one of \['server', 'colocate'\]"):
+    with pytest.raises(ValueError, match=r"vllm_mode='remote' is not supported; choose one of \['server', 'colocate']"):
         AgentRLConfig(output_dir=str(tmp_path), tasks=["db"], rollout_engine="vllm", vllm_mode="remote")
     with pytest.raises(ValueError, match="vllm_server_urls needs vllm_mode=server"):
         AgentRLConfig(

@@ -22,6 +22,7 @@ backends (NCCL, CUDA IPC) need CUDA, so CPU CI could not exercise them.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import logging
 import os
@@ -156,11 +157,14 @@ class VLLMColocateEngine:
             **self.sampling_overrides,
         )
 
-    async def _generate(self, prompt_ids: list[int], max_new_tokens: int) -> Any:
+    async def _generate(self, prompt_ids: list[int], max_new_tokens: int, lora_request: Any) -> Any:
         final = None
         request_id = f"{self.name}-{next(self._request_ids)}"
         async for output in self._llm.generate(
-            {"prompt_token_ids": list(prompt_ids)}, self.sampling_params(max_new_tokens), request_id
+            {"prompt_token_ids": list(prompt_ids)},
+            self.sampling_params(max_new_tokens),
+            request_id,
+            lora_request=lora_request,
         ):
             final = output
         if final is None:
@@ -173,12 +177,17 @@ class VLLMColocateEngine:
         Raises:
             RuntimeError: If the engine is closed, or vLLM returned no or incomplete log-probs.
         """
+        return await self.generate_as(prompt_ids, max_new_tokens=max_new_tokens, name=self.name, version=self._version)
+
+    async def generate_as(
+        self, prompt_ids: list[int], *, max_new_tokens: int, name: str, version: int, lora_request: Any = None
+    ) -> Generation:
+        """:meth:`agenerate` with a given engine name, version tag and LoRA adapter (for adapter-versioned engines)."""
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}.")
         if self._closed:
             raise RuntimeError(f"vLLM engine {self.name!r} is closed.")
-        version = self._version
-        future = asyncio.run_coroutine_threadsafe(self._generate(prompt_ids, max_new_tokens), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._generate(prompt_ids, max_new_tokens, lora_request), self._loop)
         completion = await asyncio.wrap_future(future)
         token_ids = tuple(int(t) for t in completion.token_ids)
         positions = completion.logprobs or []
@@ -188,9 +197,22 @@ class VLLMColocateEngine:
         self.requests += 1
         self.generated_tokens += len(token_ids)
         finish = "stop" if token_ids and token_ids[-1] == self.eos_token_id else "length"
-        return Generation(
-            token_ids=token_ids, logprobs=logprobs, version=version, engine=self.name, finish_reason=finish
-        )
+        return Generation(token_ids=token_ids, logprobs=logprobs, version=version, engine=name, finish_reason=finish)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def submit(self, method: str, *args: Any) -> concurrent.futures.Future[Any]:
+        """Schedule ``AsyncLLM.<method>(*args)`` on the engine's loop without waiting; its future."""
+        return asyncio.run_coroutine_threadsafe(getattr(self._llm, method)(*args), self._loop)
+
+    def call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
+        """Call ``AsyncLLM.<method>(*args)`` on the engine's loop from another thread (e.g. ``add_lora``)."""
+        if self._closed:
+            raise RuntimeError(f"vLLM engine {self.name!r} is closed.")
+        return self._call(getattr(self._llm, method)(*args), timeout=timeout or self.request_timeout_s)
 
     # ----------------------------------------------------------------- weights
 
