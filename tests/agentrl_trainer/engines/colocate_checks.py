@@ -187,8 +187,14 @@ def lora_scenario(model_dir: str) -> dict[str, Any]:
     return out
 
 
-def train_scenario(model_dir: str, output_dir: str) -> dict[str, Any]:
-    """A short asynchronous run with ``rollout_engine=vllm, vllm_mode=colocate`` on the toy length task."""
+def train_scenario(model_dir: str, output_dir: str, *, lora: bool = False) -> dict[str, Any]:
+    """A short asynchronous run with ``rollout_engine=vllm, vllm_mode=colocate`` on the toy length task.
+
+    With ``lora`` the policy trains a LoRA adapter and a lagged engine takes half the turns: both engines are
+    adapters on one vLLM engine.
+    """
+    import torch
+
     from agentrl_trainer import AgentRLConfig, AgentRLTrainer
     from agentrl_trainer.engines.vllm_colocate import VLLMColocateEngine
     from agentrl_trainer.tiny import load_tokenizer
@@ -213,24 +219,55 @@ def train_scenario(model_dir: str, output_dir: str) -> dict[str, Any]:
         max_groups_per_step=2,
         queue_size=3,
         seed=0,
+        **({"lagged_fraction": 0.5, "lagged_refresh_steps": 2} if lora else {}),
     )
+    peft_config = None
+    if lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj", "down_proj"])
     trainer = AgentRLTrainer(
         model_dir,
         config,
         processing_class=load_tokenizer(Path(model_dir)),
         env_factories={"length": lambda split: LengthEnv(split=split)},
+        peft_config=peft_config,
     )
+    adapter_before = {k: v.clone() for k, v in trainer.model.state_dict().items() if "lora_B" in k}
     trainer.train()
     policy = trainer.sampler.policy  # type: ignore[union-attr]
     logs = [e for e in trainer.state.log_history if "env/length/reward" in e]
+    extra: dict[str, Any] = {}
+    if lora:
+        from agentrl_trainer.engines.vllm_lora import LoRAVersionEngine
+
+        lagged = trainer.sampler.lagged  # type: ignore[union-attr]
+        extra = {
+            "engine_types": sorted({type(e).__name__ for e in [policy, *lagged]}),
+            "shared_vllm_engines": len(
+                {id(e.pool.engine) for e in [policy, *lagged] if isinstance(e, LoRAVersionEngine)}
+            ),
+            "lagged_versions": [e.version for e in lagged],
+            "loaded_after_run": policy.pool.loaded_versions,
+            "vllm_closed": policy.pool.engine.closed,
+            "lagged_turn_fraction": [e["rollout/lagged_turn_fraction"] for e in logs],
+            "adapter_changed": any(
+                not torch.equal(v, trainer.model.state_dict()[k]) for k, v in adapter_before.items()
+            ),
+            "adapter_tensors": len(adapter_before),
+        }
+        policy_closed = policy.pool.engine.closed
+    else:
+        policy_closed = policy._closed
     return {
+        **extra,
         "global_step": trainer.state.global_step,
         "engine_type": type(policy).__name__,
-        "is_colocate": isinstance(policy, VLLMColocateEngine),
+        "is_colocate": isinstance(policy, VLLMColocateEngine) or lora,
         "engine_version": policy.version,
         "requests": policy.requests,
         "generated_tokens": policy.generated_tokens,
-        "closed": policy._closed,
+        "closed": policy_closed,
         "leaked_tasks": trainer.producer.leaked_tasks if trainer.producer else None,
         "logged_steps": len(logs),
         "staleness_max": [e["rollout/staleness_max"] for e in logs],
@@ -246,8 +283,10 @@ def main(argv: list[str]) -> None:
         result = lora_scenario(model_dir)
     elif scenario == "train":
         result = train_scenario(model_dir, argv[3])
+    elif scenario == "train-lora":
+        result = train_scenario(model_dir, argv[3], lora=True)
     else:
-        raise SystemExit(f"unknown scenario {scenario!r}; choose engine, lora or train")
+        raise SystemExit(f"unknown scenario {scenario!r}; choose engine, lora, train or train-lora")
     Path(out_path).write_text(json.dumps(result))
 
 

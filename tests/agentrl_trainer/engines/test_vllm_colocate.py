@@ -160,3 +160,17 @@ def test_adapters_no_engine_uses_are_removed_from_vllm(lora_seen: dict[str, Any]
     v2 = lora_seen["v2"]
     assert v2["loaded"] == [2]  # both engines share version 2's adapter; 0 and 1 were dropped
     assert len(v2["vllm_lora_ids"]) == 1
+
+
+def test_a_lora_run_samples_policy_and_lagged_turns_from_adapters_on_one_vllm_engine(
+    vllm_python: str, vllm_model_path: Path, tmp_path: Path
+) -> None:
+    run = run_scenario(
+        vllm_python, "train-lora", str(vllm_model_path), str(tmp_path / "train.json"), str(tmp_path / "run")
+    )
+    assert run["global_step"] == 3 and run["logged_steps"] == 3
+    assert run["engine_types"] == ["LoRAVersionEngine"] and run["shared_vllm_engines"] == 1
+    assert run["engine_version"] == 3 and run["lagged_versions"] == [2]  # lagged_refresh_steps=2
+    assert all(f > 0 for f in run["lagged_turn_fraction"])  # lagged_fraction=0.5: the lagged adapter sampled
+    assert run["adapter_changed"] and run["adapter_tensors"] > 0
+    assert run["loaded_after_run"] == [] and run["vllm_closed"] and run["leaked_tasks"] == 0

@@ -19,6 +19,7 @@ An update costs the adapter's size, not the model's.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import enum
 import itertools
 import json
@@ -27,17 +28,18 @@ import re
 import shutil
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentrl_trainer.engines.vllm_colocate import VLLMColocateEngine
+from agentrl_trainer.engines.vllm_server import VLLMServerConfig
 from agentrl_trainer.types import Generation
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["LoRAVersionEngine", "LoRAVersions", "adapter_tensors"]
+__all__ = ["LoRAVersionEngine", "LoRAVersions", "adapter_tensors", "lora_rank_flag", "vllm_lora_engines"]
 
 # peft's names: <module>.lora_A.<adapter>.weight in a PeftModel's state dict, <module>.lora_A.weight once saved.
 _LORA_KEY = re.compile(r"^(?P<module>.+)\.(?P<ab>lora_[AB])(?:\.(?P<adapter>[^.]+))?\.weight$")
@@ -65,6 +67,51 @@ def adapter_tensors(state_dict: Mapping[str, torch.Tensor], adapter_name: str = 
             "need a policy trained with a peft LoRA adapter."
         )
     return out
+
+
+def lora_rank_flag(rank: int) -> int:
+    """The smallest ``--max-lora-rank`` vLLM accepts that holds an adapter of rank ``rank``."""
+    for allowed in (1, 8, 16, 32, 64, 128, 256, 320, 512):
+        if rank <= allowed:
+            return allowed
+    raise ValueError(f"vLLM serves LoRA ranks up to 512, the adapter has rank {rank}.")
+
+
+def vllm_lora_engines(
+    model: Any,
+    tokenizer: Any,
+    staging_dir: Path,
+    *,
+    server: VLLMServerConfig,
+    eos_token_id: int,
+    temperature: float,
+    version: int,
+    num_lagged: int,
+) -> tuple[LoRAVersionEngine, list[LoRAVersionEngine]]:
+    """The policy and ``num_lagged`` lagged engines of a peft LoRA ``model``, as adapters on one colocated engine.
+
+    The base model (the peft model without its adapter) is staged to ``staging_dir`` and loaded by one vLLM
+    engine with LoRA on; every engine starts at ``version`` with the model's current adapter.
+    """
+    import copy
+
+    from agentrl_trainer.engines.factory import stage_model
+
+    adapter_name = getattr(model, "active_adapter", "default")
+    adapter_config = model.peft_config[adapter_name]
+    base = copy.deepcopy(model).unload()  # the frozen base weights, without the LoRA layers
+    stage_model(base, tokenizer, staging_dir)
+    del base
+    flags = ["--enable-lora", "--max-lora-rank", str(lora_rank_flag(int(adapter_config.r)))]
+    # One adapter per engine, plus room for one still finishing requests while the policy moves on.
+    flags += ["--max-loras", str(num_lagged + 2)]
+    config = replace(server, model=str(staging_dir), extra_args=[*server.extra_args, *flags])
+    engine = VLLMColocateEngine(config, eos_token_id=eos_token_id, name="vllm-lora", temperature=temperature)
+    pool = LoRAVersions(engine, adapter_config.to_dict(), adapter_name=adapter_name)
+    state_dict = model.state_dict()
+    policy = pool.engine_for("policy", state_dict, version)
+    lagged = [pool.engine_for(f"lagged{i}", state_dict, version) for i in range(num_lagged)]
+    return policy, lagged
 
 
 def _json_default(value: Any) -> Any:
@@ -102,10 +149,25 @@ class LoRAVersions:
         self._lock = threading.Lock()
         self._adapters: dict[int, _Adapter] = {}
         self._ids = itertools.count(1)  # vLLM wants ids >= 1; never reused, so a removed id is never ambiguous
+        self._open_engines = 0
+        self._removals: set[concurrent.futures.Future[Any]] = set()
 
     def engine_for(self, name: str, state_dict: Mapping[str, torch.Tensor], version: int) -> LoRAVersionEngine:
-        """A rollout engine named ``name`` starting at ``version`` (its adapter taken from ``state_dict``)."""
-        return LoRAVersionEngine(self, name, state_dict, version)
+        """A rollout engine named ``name`` starting at ``version`` (its adapter taken from ``state_dict``).
+
+        When every engine made here is closed, the vLLM engine is shut down too.
+        """
+        engine = LoRAVersionEngine(self, name, state_dict, version)
+        with self._lock:
+            self._open_engines += 1
+        return engine
+
+    def _engine_closed(self) -> None:
+        with self._lock:
+            self._open_engines -= 1
+            last = self._open_engines == 0
+        if last:
+            self.close()
 
     @property
     def loaded_versions(self) -> list[int]:
@@ -161,10 +223,21 @@ class LoRAVersions:
             return
         # Not waited for: release runs on the rollout loop after each request, and must not block it.
         future = self.engine.submit("remove_lora", adapter.request.lora_int_id)
-        future.add_done_callback(lambda _: shutil.rmtree(adapter.path, ignore_errors=True))
+        with self._lock:
+            self._removals.add(future)
+
+        def removed(done: concurrent.futures.Future[Any]) -> None:
+            shutil.rmtree(adapter.path, ignore_errors=True)
+            with self._lock:
+                self._removals.discard(done)
+
+        future.add_done_callback(removed)
 
     def close(self) -> None:
-        """Shut the vLLM engine down and delete the adapter files."""
+        """Shut the vLLM engine down (after the adapter removals under way) and delete the adapter files."""
+        with self._lock:
+            removals = list(self._removals)
+        concurrent.futures.wait(removals, timeout=60.0)
         self.engine.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -180,6 +253,8 @@ class LoRAVersionEngine:
         pool.acquire(version, state_dict)  # this engine's reference, dropped when it moves on
         self._version = version
         self._released = False
+        self.requests = 0
+        self.generated_tokens = 0
 
     @property
     def version(self) -> int:
@@ -192,11 +267,14 @@ class LoRAVersionEngine:
             version = self._version
             request = self.pool.acquire(version)
         try:
-            return await self.pool.engine.generate_as(
+            generation = await self.pool.engine.generate_as(
                 prompt_ids, max_new_tokens=max_new_tokens, name=self.name, version=version, lora_request=request
             )
         finally:
             self.pool.release(version)
+        self.requests += 1
+        self.generated_tokens += len(generation.token_ids)
+        return generation
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Move to ``version``'s adapter (loading it once for all engines); requests in flight keep theirs."""
@@ -217,3 +295,4 @@ class LoRAVersionEngine:
                 return
             self._released = True
         await asyncio.to_thread(self.pool.release, self._version)
+        await asyncio.to_thread(self.pool._engine_closed)
