@@ -170,7 +170,7 @@ def lora_scenario(model_dir: str) -> dict[str, Any]:
             "loaded": pool.loaded_versions,
         }
         sampler.update_weights(step(2), version=2)
-        time.sleep(1.0)  # adapters are removed from vLLM without waiting
+        pool.wait_for_removals()  # release() does not wait for vLLM's remove_lora
         out["v2"] = {
             "versions": [policy.version, lagged.version],
             "policy": _generations(policy, batch, 12),

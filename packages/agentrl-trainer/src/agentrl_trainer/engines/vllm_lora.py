@@ -233,11 +233,15 @@ class LoRAVersions:
 
         future.add_done_callback(removed)
 
-    def close(self) -> None:
-        """Shut the vLLM engine down (after the adapter removals under way) and delete the adapter files."""
+    def wait_for_removals(self, timeout_s: float = 60.0) -> None:
+        """Wait until vLLM has removed the adapters released so far."""
         with self._lock:
             removals = list(self._removals)
-        concurrent.futures.wait(removals, timeout=60.0)
+        concurrent.futures.wait(removals, timeout=timeout_s)
+
+    def close(self) -> None:
+        """Shut the vLLM engine down (after the adapter removals under way) and delete the adapter files."""
+        self.wait_for_removals()
         self.engine.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
