@@ -39,9 +39,19 @@ class AgentRLConfig(GRPOConfig):
     )
     rollout_engine: str = field(
         default="hf",
-        metadata={"help": "Rollout engine: hf (transformers generate) or vllm (vLLM servers, docs/deployment.md)."},
+        metadata={
+            "help": "Rollout engine: hf (transformers generate) or vllm (vLLM, see vllm_mode and docs/deployment.md)."
+        },
     )
-    vllm_replicas: int = field(default=1, metadata={"help": "vllm: servers per engine, behind a router."})
+    # TRL's own field, same meaning; the default is server here (TRL: colocate), which needs no vllm in this venv.
+    vllm_mode: str = field(
+        default="server",
+        metadata={
+            "help": "vllm: server (vLLM servers over HTTP, vLLM in its own venv) or colocate (vLLM's AsyncLLM in "
+            "the trainer's process; vllm must be importable here), docs/deployment.md."
+        },
+    )
+    vllm_replicas: int = field(default=1, metadata={"help": "vllm: servers (or colocated engines) per engine."})
     vllm_server_urls: list[str] | None = field(
         default=None, metadata={"help": "vllm: use these running policy servers instead of launching them."}
     )
@@ -133,6 +143,9 @@ class AgentRLConfig(GRPOConfig):
         super().__post_init__()
         self._check_choice("rollout_mode", ("async", "sync"))
         self._check_choice("rollout_engine", ("hf", "vllm"))
+        self._check_choice("vllm_mode", ("server", "colocate"))
+        if self.vllm_mode == "colocate" and self.vllm_server_urls:
+            raise ValueError("vllm_server_urls needs vllm_mode=server: colocated engines run in this process.")
         self._check_choice("infra_error_policy", ("retry", "drop_group"))
         self._check_choice("stale_policy", ("drop", "downweight"))
         if not self.tasks:
