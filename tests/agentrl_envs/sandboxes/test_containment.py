@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from agentrl_envs.core.errors import InfraError
 from agentrl_envs.sandboxes.base import SandboxBackend
 
 
@@ -114,3 +118,12 @@ def test_exec_returns_while_its_background_children_run(backend: SandboxBackend)
         seen = box.run_shell("pgrep -fx 'sleep 1000' | wc -l")
     assert started.exit_code == 0 and started.stdout == b"started\n" and not started.timed_out
     assert seen.output == b"1\n"
+
+
+def test_a_shell_killed_from_outside_is_an_infra_error_that_says_what_happened(backend: SandboxBackend) -> None:
+    with backend.open("default") as box:
+        os.kill(box.shell_pid, signal.SIGKILL)
+        with pytest.raises(InfraError, match="the shell exited or was killed") as caught:
+            box.run_shell("echo hello")
+    if backend.__class__.__name__ == "DockerBackend":
+        assert "exit code 137" in str(caught.value) and "container running" in str(caught.value)

@@ -106,6 +106,7 @@ class DockerSandbox(Sandbox):
         self.limits = limits
         self._driver: ShellDriver | None = None
         self._shell_pid = 0
+        self._exec_id = ""
         try:
             self._start_shell()
         except BaseException:
@@ -117,6 +118,7 @@ class DockerSandbox(Sandbox):
         exec_id = api.exec_create(
             self.container.id, ["bash", "--login", "-i"], stdin=True, tty=True, environment=_SHELL_ENV, workdir=WORKDIR
         )["Id"]
+        self._exec_id = exec_id
         sock = api.exec_start(exec_id, socket=True, tty=True)
         raw = getattr(sock, "_sock", sock)
         raw.setblocking(False)
@@ -142,7 +144,12 @@ class DockerSandbox(Sandbox):
         if self._driver is None:
             raise InfraError(f"docker sandbox {self.container.short_id}: the shell is not running.")
         before = self._counters()
-        output, timed_out = self._driver.run(script, timeout=self.limits.command_timeout_s, hard_stop=self._hard_stop)
+        try:
+            output, timed_out = self._driver.run(
+                script, timeout=self.limits.command_timeout_s, hard_stop=self._hard_stop
+            )
+        except InfraError as e:
+            raise InfraError(f"{e} {self._post_mortem()}") from e
         after = self._counters()
         notes = []
         if after.pids_max_hits > before.pids_max_hits:
@@ -155,6 +162,19 @@ class DockerSandbox(Sandbox):
             count = after.oom_kills - before.oom_kills
             notes.append(f"[the memory limit of {self.limits.memory_mb} MiB was reached; {count} process(es) killed]")
         return ShellResult(output, timed_out, notes)
+
+    def _post_mortem(self) -> str:
+        """What the engine says of the shell and the container, for an error that has to be explained later."""
+        try:
+            shell = self.client.api.exec_inspect(self._exec_id)
+            self.container.reload()
+            state = self.container.attrs["State"]
+        except Exception as e:  # the engine itself may be what failed
+            return f"(no post-mortem: {type(e).__name__}: {e})"
+        return (
+            f"(shell pid {self._shell_pid}: running={shell.get('Running')}, exit code {shell.get('ExitCode')}; "
+            f"container {state.get('Status')}, OOM-killed={state.get('OOMKilled')})"
+        )
 
     def _counters(self) -> CgroupCounters:
         return self._cgroup.counters() if self._cgroup is not None else CgroupCounters(0, 0)
