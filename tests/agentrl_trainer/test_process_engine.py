@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+from typing import Any
+
+import pytest
+import torch
+
+from agentrl_trainer.rollout.process_engine import ProcessEngine
+
+
+def _uniform(model: Any) -> Any:
+    """A copy of ``model`` with a zero output head: every token has log-prob -log(vocab size), exactly."""
+    changed = copy.deepcopy(model)
+    with torch.no_grad():
+        changed.get_output_embeddings().weight.zero_()
+    return changed
+
+
+@pytest.fixture
+def engine(model: Any, tokenizer: Any) -> Any:
+    engine = ProcessEngine(
+        model, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, name="policy", seed=0
+    )
+    yield engine
+    asyncio.run(engine.aclose())
+    assert not engine._process.is_alive()
+
+
+def test_the_engine_samples_in_its_own_process_and_returns_tokens_logprobs_and_version(engine: Any) -> None:
+    import os
+
+    assert engine.pid is not None and engine.pid != os.getpid()
+
+    async def main() -> list[Any]:
+        prompts = [[1, 2, 3], [4, 5], [6]]
+        return await asyncio.gather(*(engine.agenerate(p, max_new_tokens=6) for p in prompts))
+
+    generations = asyncio.run(main())
+    assert len(generations) == 3
+    for g in generations:
+        assert 1 <= len(g.token_ids) <= 6 and len(g.logprobs) == len(g.token_ids)
+        assert all(lp <= 0.0 for lp in g.logprobs)
+        assert g.version == 0 and g.engine == "policy"
+    assert engine.batches >= 1 and engine.generated_tokens == sum(len(g.token_ids) for g in generations)
+
+
+def test_new_weights_reach_the_engine_process_with_their_version(engine: Any, model: Any) -> None:
+    engine.update_weights(_uniform(model).state_dict(), 3)
+    assert engine.version == 3
+
+    async def main() -> Any:
+        return await engine.agenerate([1, 2, 3], max_new_tokens=4)
+
+    generation = asyncio.run(main())
+    # Only the updated weights give every sampled token the uniform log-prob.
+    assert generation.version == 3
+    uniform = -math.log(model.config.vocab_size)
+    assert generation.logprobs == pytest.approx([uniform] * len(generation.token_ids), abs=1e-5)
+
+
+def test_a_dead_engine_process_fails_the_request_with_a_clear_error(engine: Any) -> None:
+    engine._process.kill()
+    engine._process.join()
+
+    async def main() -> Any:
+        return await engine.agenerate([1, 2], max_new_tokens=2)
+
+    with pytest.raises(RuntimeError, match="engine process 'policy'.*is gone"):
+        asyncio.run(main())
