@@ -70,3 +70,34 @@ def test_a_dead_engine_process_fails_the_request_with_a_clear_error(engine: Any)
 
     with pytest.raises(RuntimeError, match="engine process 'policy'.*is gone"):
         asyncio.run(main())
+
+
+def test_training_with_engine_processes_reaches_them_with_new_weights_and_stops_them(
+    tmp_path: Any, tiny_model_path: Any, tokenizer: Any
+) -> None:
+    import threading
+
+    from tests.agentrl_trainer.test_trainer import _config, _trainer
+
+    # queue_size 3 and max_staleness 2 admit 3 groups at version 0; 4 steps train at least 4 groups, so at
+    # least one was started after an update and its policy turns must carry version >= 1.
+    config = _config(tmp_path, rollout_engine="hf_process", max_steps=4, lagged_fraction=0.3, lagged_refresh_steps=2)
+    trainer = _trainer(tiny_model_path, tokenizer, config)
+    seen: list[Any] = []
+    original = trainer._record
+
+    def record(groups: list[Any], *args: Any) -> None:
+        seen.extend(groups)
+        original(groups, *args)
+
+    trainer._record = record  # type: ignore[method-assign]
+    threads_before = set(threading.enumerate())
+    trainer.train()
+    assert trainer.state.global_step == 4
+    engines = trainer.sampler.engines
+    assert [e.name for e in engines] == ["policy", "lagged0"]
+    assert all(isinstance(e, ProcessEngine) and not e._process.is_alive() for e in engines)
+    assert set(threading.enumerate()) <= threads_before, "threads left running after train()"
+    # Turns carry the version the engine process had loaded.
+    versions = {s.version for g in seen for t in g.trajectories for s in t.segments if s.is_action}
+    assert 0 in versions and max(versions) >= 1

@@ -5,6 +5,9 @@ Episodes call :meth:`HFEngine.agenerate` concurrently; requests that arrive toge
 owns its own copy of the weights, so training can run beside generation; ``update_weights`` swaps them
 between two batches under a lock. Log-probs are computed from the raw logits at the sampling temperature,
 the same quantity TRL's loss computes for the trainer model, so the importance ratio compares like with like.
+
+:class:`BatchingEngine` is the batching part alone; the ``hf_process`` engine
+(:mod:`agentrl_trainer.rollout.process_engine`) shares it and :func:`sample_batch` with :class:`HFEngine`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 import copy
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -46,7 +50,10 @@ class BatchingEngine:
         self._queue: asyncio.Queue[_Request] | None = None
         self._worker: asyncio.Task[None] | None = None
         self.generated_tokens = 0
+        self.requests = 0
         self.batches = 0
+        self.busy_s = 0.0
+        """Seconds spent sampling batches (whether generation keeps up shows in busy_s / wall time)."""
 
     @property
     def version(self) -> int:
@@ -91,6 +98,7 @@ class BatchingEngine:
             batch = [r for r in batch if not r.future.cancelled()]
             if not batch:
                 continue
+            started = time.perf_counter()
             try:
                 results = await asyncio.to_thread(self._run_batch, [(r.prompt_ids, r.max_new_tokens) for r in batch])
             except Exception as e:  # engine boundary: fail the waiting episodes, keep serving
@@ -99,7 +107,10 @@ class BatchingEngine:
                     if not r.future.done():
                         r.future.set_exception(e)
                 continue
+            finally:
+                self.busy_s += time.perf_counter() - started
             self.batches += 1
+            self.requests += len(batch)
             for r, result in zip(batch, results, strict=True):
                 self.generated_tokens += len(result.token_ids)
                 if not r.future.done():
@@ -197,6 +208,7 @@ def sample_batch(
             pad_token_id=pad_token_id,
             output_logits=True,
             return_dict_in_generate=True,
+            use_cache=True,  # explicit: a training model's config says use_cache=False under gradient checkpointing
         )
     new_ids = out.sequences[:, width:]
     logits = torch.stack(out.logits, dim=1).float() / temperature

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,6 +82,8 @@ class ProcessEngine(BatchingEngine):
         self._weights_lock = context.Lock()
         self._conn, child_conn = context.Pipe()
         self._pipe_lock = threading.Lock()
+        self.process_busy_s = 0.0
+        """Seconds the engine process spent sampling (busy_s adds the round trips and this process's waits)."""
         settings = {
             "eos_token_id": eos_token_id,
             "pad_token_id": pad_token_id,
@@ -88,6 +91,9 @@ class ProcessEngine(BatchingEngine):
             "engine": name,
             "num_threads": num_threads,
             "seed": seed,
+            # The model's own generation config: a config rebuilt from a training model's (use_cache=False under
+            # gradient checkpointing) would otherwise make the engine decode without its KV cache.
+            "generation_config": getattr(model, "generation_config", None),
         }
         self._process = context.Process(
             target=_engine_main,
@@ -132,7 +138,9 @@ class ProcessEngine(BatchingEngine):
                 ) from e
         if status != "ok":
             raise RuntimeError(f"engine process {self.name!r} failed to sample: {payload}")
-        return payload
+        generations, seconds = payload
+        self.process_busy_s += seconds
+        return generations
 
     async def aclose(self) -> None:
         """Stop batching and stop the engine process."""
@@ -171,6 +179,8 @@ def _engine_main(
         from transformers import AutoModelForCausalLM
 
         model = AutoModelForCausalLM.from_config(config)
+        if settings["generation_config"] is not None:
+            model.generation_config = settings["generation_config"]
         model.eval()
         version = _load(model, shared, shared_version, weights_lock)
     except Exception as e:  # process boundary: tell the parent why, then exit
@@ -186,6 +196,7 @@ def _engine_main(
             return
         if shared_version.value != version:
             version = _load(model, shared, shared_version, weights_lock)
+        started = time.perf_counter()
         try:
             result = sample_batch(
                 model,
@@ -199,7 +210,7 @@ def _engine_main(
         except Exception as e:  # engine boundary: fail this batch, keep serving
             conn.send(("error", repr(e)))
             continue
-        conn.send(("ok", result))
+        conn.send(("ok", (result, time.perf_counter() - started)))
 
 
 def _load(model: torch.nn.Module, shared: dict[str, torch.Tensor], shared_version: Any, weights_lock: Any) -> int:
