@@ -29,32 +29,28 @@ def engine(model: Any, tokenizer: Any) -> Any:
     assert not engine._process.is_alive()
 
 
-def test_the_engine_samples_in_its_own_process_and_returns_tokens_logprobs_and_version(engine: Any) -> None:
+def test_the_engine_samples_in_its_own_process_and_new_weights_reach_it_with_their_version(
+    engine: Any, model: Any
+) -> None:
     import os
 
     assert engine.pid is not None and engine.pid != os.getpid()
 
-    async def main() -> list[Any]:
-        prompts = [[1, 2, 3], [4, 5], [6]]
+    async def sample(prompts: list[list[int]]) -> list[Any]:
         return await asyncio.gather(*(engine.agenerate(p, max_new_tokens=6) for p in prompts))
 
-    generations = asyncio.run(main())
+    generations = asyncio.run(sample([[1, 2, 3], [4, 5], [6]]))
     assert len(generations) == 3
     for g in generations:
         assert 1 <= len(g.token_ids) <= 6 and len(g.logprobs) == len(g.token_ids)
         assert all(lp <= 0.0 for lp in g.logprobs)
         assert g.version == 0 and g.engine == "policy"
     assert engine.batches >= 1 and engine.generated_tokens == sum(len(g.token_ids) for g in generations)
+    assert engine.process_busy_s > 0
 
-
-def test_new_weights_reach_the_engine_process_with_their_version(engine: Any, model: Any) -> None:
     engine.update_weights(_uniform(model).state_dict(), 3)
     assert engine.version == 3
-
-    async def main() -> Any:
-        return await engine.agenerate([1, 2, 3], max_new_tokens=4)
-
-    generation = asyncio.run(main())
+    (generation,) = asyncio.run(sample([[1, 2, 3]]))
     # Only the updated weights give every sampled token the uniform log-prob.
     assert generation.version == 3
     uniform = -math.log(model.config.vocab_size)
@@ -72,6 +68,7 @@ def test_a_dead_engine_process_fails_the_request_with_a_clear_error(engine: Any)
         asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_training_with_engine_processes_reaches_them_with_new_weights_and_stops_them(
     tmp_path: Any, tiny_model_path: Any, tokenizer: Any
 ) -> None:

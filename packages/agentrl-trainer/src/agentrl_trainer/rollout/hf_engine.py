@@ -49,6 +49,7 @@ class BatchingEngine:
         self._version = version
         self._queue: asyncio.Queue[_Request] | None = None
         self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.generated_tokens = 0
         self.requests = 0
         self.batches = 0
@@ -68,10 +69,13 @@ class BatchingEngine:
         """Sample one continuation; concurrent calls are batched."""
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}.")
-        if self._queue is None:
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._loop is not loop:
+            # First request, or a new event loop (the previous loop's worker died with it).
+            self._loop = loop
             self._queue = asyncio.Queue()
             self._worker = asyncio.create_task(self._serve(), name=f"hf-engine-{self.name}")
-        future: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Generation] = loop.create_future()
         await self._queue.put(_Request(list(prompt_ids), max_new_tokens, future))
         return await future
 
