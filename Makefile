@@ -16,6 +16,8 @@ lint: setup
 docs: setup
 	uv run mkdocs build --strict --quiet --site-dir site
 
+# AGENTRL_TEST_ASSETS=1: the setup of `make test` also prepares what only the tests use (see scripts/bootstrap.sh).
+test: export AGENTRL_TEST_ASSETS := 1
 test: lint docs
 	@bash scripts/test.sh $(PYTEST_ARGS)
 

@@ -9,12 +9,17 @@ them all. Targets:
 - ``upstream:noop``: upstream's ``agentrl-worker`` (PyPI, in its own venv) serving a no-op task, driven
   directly with nothing in between: what the controller is compared with.
 
-The load client is aiohttp (httpx's pool, not the servers, is the limit past a few hundred requests/s).
+The load client is the controller's own small keep-alive HTTP client (``agentrl_controller.workers.http``):
+it costs a fraction of aiohttp's CPU per request, and the client shares the machine's cores with the servers.
+CPU per interact is reported by process (the server: the controller, or upstream's worker alone; its worker
+processes; this client): on a shared machine a steadier figure than the rate.
 Overhead is the interact latency minus the same env's ``step`` latency in process (p50 and p99). RSS is the
 controller and its worker processes together, measured with all N sessions open.
 
     uv run python bench/controller_load.py                               # everything (several minutes)
     uv run python bench/controller_load.py --targets controller:noop --sessions 100 --seconds 3
+    # another version of the controller under the same load, e.g. main's (git archive main packages | tar -x -C X)
+    uv run python bench/controller_load.py --targets controller:noop --controller-src X/packages/agentrl-controller/src
 
 Prints a table and, last, one JSON line with every figure (what ``docs/benchmarks.md`` records).
 """
@@ -27,6 +32,7 @@ import itertools
 import json
 import os
 import platform
+import resource
 import signal
 import socket
 import subprocess
@@ -39,11 +45,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import httpx
 import yaml
 
 from _stats import percentile  # bench/ is on sys.path when a benchmark runs as a script
+from agentrl_controller.workers.http import HttpPool
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the upstream venv helper and its echo task live with the compatibility tests
@@ -70,8 +76,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and all its descendants, in MiB (from ``/proc``)."""
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants (from ``/proc``)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -80,10 +86,18 @@ def tree_rss_mb(pid: int) -> float:
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(ppid, []).append(int(entry.name))
-    total_kb, todo = 0, [pid]
+    tree, todo = [], [pid]
     while todo:
         current = todo.pop()
+        tree.append(current)
         todo += children.get(current, [])
+    return tree
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and all its descendants, in MiB (from ``/proc``)."""
+    total_kb = 0
+    for current in process_tree(pid):
         try:
             for line in Path(f"/proc/{current}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -91,6 +105,21 @@ def tree_rss_mb(pid: int) -> float:
         except OSError:
             continue
     return round(total_kb / 1024, 1)
+
+
+def cpu_s(pid: int) -> float:
+    """CPU time (user + system) ``pid`` has used so far, in seconds; 0 for a process that is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s() -> float:
+    """CPU time of this (the load client's) process."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 # ----------------------------------------------------------------------------------------------- in process
@@ -125,9 +154,9 @@ class Service:
 
     process: subprocess.Popen[bytes]
     url: str
-    start: Callable[[aiohttp.ClientSession, int, int], Awaitable[int]]
-    interact: Callable[[aiohttp.ClientSession, int, dict[str, Any]], Awaitable[dict[str, Any]]]
-    cancel: Callable[[aiohttp.ClientSession, int], Awaitable[Any]]
+    start: Callable[[HttpPool, int, int], Awaitable[int]]
+    interact: Callable[[HttpPool, int, dict[str, Any]], Awaitable[dict[str, Any]]]
+    cancel: Callable[[HttpPool, int], Awaitable[Any]]
 
 
 def _wait_ready(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
@@ -156,9 +185,24 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def controller(
-    task: str, sessions: int, workers: int, tmp: Path, settings: dict[str, Any] | None = None
+    task: str,
+    sessions: int,
+    workers: int,
+    tmp: Path,
+    settings: dict[str, Any] | None = None,
+    pythonpath: str | None = None,
 ) -> Iterator[Service]:
-    """``agentrl-controller serve`` with one task sized for ``sessions`` (``settings``: more config keys)."""
+    """``agentrl-controller serve`` with one task sized for ``sessions``.
+
+    Args:
+        task: ``noop`` or ``db``.
+        sessions: Concurrent sessions it must hold.
+        workers: Worker processes.
+        tmp: Where its config and log go.
+        settings: More config keys.
+        pythonpath: Put first on the controller's ``PYTHONPATH``: another checkout's ``agentrl_controller``
+            (``packages/agentrl-controller/src``), to compare versions side by side under the same load.
+    """
     if task == "noop":
         config = {"name": "noop", "env": "agentrl_controller.workers.noop:NoopEnv"}
     else:
@@ -170,25 +214,23 @@ def controller(
     port, log = free_port(), tmp / "controller.log"
     command = [sys.executable, "-m", "agentrl_controller.cli", "serve", "--config", str(path), "--port", str(port)]
     with log.open("wb") as out:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [pythonpath, os.environ.get("PYTHONPATH")]))}
         process = subprocess.Popen(
-            [*command, "--log-level", "WARNING"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            [*command, "--log-level", "WARNING"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
         )
     base, name = f"http://127.0.0.1:{port}/api/", config["name"]
 
-    async def start(client: aiohttp.ClientSession, _: int, index: int) -> int:
-        async with client.post(base + "start_sample", json={"name": name, "index": index}) as response:
-            response.raise_for_status()
-            return int(response.headers["session_id"])
+    async def start(client: HttpPool, _: int, index: int) -> int:
+        return int(
+            _ok(await client.request("POST", "start_sample", _json({"name": name, "index": index})))["session_id"]
+        )
 
-    async def interact(client: aiohttp.ClientSession, sid: int, message: dict[str, Any]) -> dict[str, Any]:
-        headers = {"session_id": str(sid)}
-        async with client.post(base + "interact", headers=headers, json={"messages": [message]}) as response:
-            response.raise_for_status()
-            return await response.json()
+    async def interact(client: HttpPool, sid: int, message: dict[str, Any]) -> dict[str, Any]:
+        body = _json({"messages": [message]})
+        return _ok(await client.request("POST", "interact", body, headers={"session_id": str(sid)}))
 
-    async def cancel(client: aiohttp.ClientSession, sid: int) -> Any:
-        async with client.post(base + "cancel", headers={"session_id": str(sid)}) as response:
-            return response.status
+    async def cancel(client: HttpPool, sid: int) -> Any:
+        return (await client.request("POST", "cancel", headers={"session_id": str(sid)})).status
 
     try:
         _wait_ready(process, f"http://127.0.0.1:{port}/healthz", log)
@@ -214,25 +256,34 @@ def upstream_worker(sessions: int, tmp: Path) -> Iterator[Service]:
         )
     base = f"http://127.0.0.1:{port}/api/"
 
-    async def start(client: aiohttp.ClientSession, sid: int, index: int) -> int:
-        async with client.post(base + "start_sample", json={"index": index, "session_id": sid}) as response:
-            response.raise_for_status()
-            return sid
+    async def start(client: HttpPool, sid: int, index: int) -> int:
+        _ok(await client.request("POST", "start_sample", _json({"index": index, "session_id": sid})))
+        return sid
 
-    async def interact(client: aiohttp.ClientSession, sid: int, message: dict[str, Any]) -> dict[str, Any]:
-        async with client.post(base + "interact", json={"session_id": sid, "messages": [message]}) as response:
-            response.raise_for_status()
-            return (await response.json())["env_out"]
+    async def interact(client: HttpPool, sid: int, message: dict[str, Any]) -> dict[str, Any]:
+        return _ok(await client.request("POST", "interact", _json({"session_id": sid, "messages": [message]})))[
+            "env_out"
+        ]
 
-    async def cancel(client: aiohttp.ClientSession, sid: int) -> Any:
-        async with client.post(base + "cancel", json={"session_id": sid}) as response:
-            return response.status
+    async def cancel(client: HttpPool, sid: int) -> Any:
+        return (await client.request("POST", "cancel", _json({"session_id": sid}))).status
 
     try:
         _wait_ready(process, base + "worker_status", log)
         yield Service(process, base, start, interact, cancel)
     finally:
         _stop(process)
+
+
+def _json(payload: Any) -> bytes:
+    return json.dumps(payload).encode()
+
+
+def _ok(response: Any) -> Any:
+    """The JSON body of a 200 answer."""
+    if response.status != 200:
+        raise RuntimeError(f"server answered {response.status}: {response.body[:500]!r}")
+    return json.loads(response.body)
 
 
 # ----------------------------------------------------------------------------------------------- load
@@ -252,9 +303,8 @@ async def _limited(coroutines: Iterator[Awaitable[Any]], limit: int) -> list[Any
 
 async def drive(service: Service, *, sessions: int, in_flight: int, seconds: float, tool: str) -> dict[str, Any]:
     """Open ``sessions``, keep ``in_flight`` interacts going for ``seconds``, measure, cancel everything."""
-    connector = aiohttp.TCPConnector(limit=in_flight, limit_per_host=in_flight)
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
+    client = HttpPool(service.url, max_connections=in_flight, connect_timeout_s=30)
+    try:
         ids = itertools.count(1)
         began = time.perf_counter()
         sids = await _limited((service.start(client, next(ids), i % 10) for i in range(sessions)), in_flight)
@@ -278,11 +328,20 @@ async def drive(service: Service, *, sessions: int, in_flight: int, seconds: flo
                 finished += bool(out.get("finish"))
                 idle.put_nowait(sid)
 
+        # CPU per interact, by process: on a shared machine a steadier figure than the rate, and it shows whether
+        # the client, the controller or its workers take the cores.
+        pids = process_tree(service.process.pid)
+        cpu_before = [cpu_s(pid) for pid in pids], own_cpu_s()
         began = time.perf_counter()
         await asyncio.gather(*(loop() for _ in range(in_flight)))
         elapsed = time.perf_counter() - began
+        cpu_after = [cpu_s(pid) for pid in pids], own_cpu_s()
+        used = [after - before for before, after in zip(cpu_before[0], cpu_after[0], strict=True)]
+        per_interact_us = 1e6 / max(len(latencies), 1)
         rss_after_mb = tree_rss_mb(service.process.pid)
         await _limited((service.cancel(client, sid) for sid in sids), in_flight)
+    finally:
+        await client.aclose()
     return {
         "sessions": sessions,
         "in_flight": in_flight,
@@ -292,6 +351,11 @@ async def drive(service: Service, *, sessions: int, in_flight: int, seconds: flo
         "p50_ms": percentile(latencies, 50),
         "p99_ms": percentile(latencies, 99),
         "rss_mb": max(rss_mb, rss_after_mb),
+        "server_cpu_us": round(used[0] * per_interact_us, 1),
+        "workers_cpu_us": round(sum(used[1:]) * per_interact_us, 1),
+        "client_cpu_us": round((cpu_after[1] - cpu_before[1]) * per_interact_us, 1),
+        "server_cpu_pct": round(100 * used[0] / elapsed, 1),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
         "unexpected_finishes": finished,
     }
 
@@ -308,7 +372,7 @@ def run_target(
             context = (
                 upstream_worker(sessions, Path(tmp))
                 if kind == "upstream"
-                else controller(task, sessions, args.workers, Path(tmp))
+                else controller(task, sessions, args.workers, Path(tmp), pythonpath=args.controller_src)
             )
             with context as service:
                 in_flight = min(args.in_flight, sessions)
@@ -343,7 +407,11 @@ def print_table(rows: list[dict]) -> None:
         "overhead_p50_ms",
         "overhead_p99_ms",
         "rss_mb",
-        "start_per_s",
+        "server_cpu_us",
+        "workers_cpu_us",
+        "client_cpu_us",
+        "server_cpu_pct",
+        "load_avg_1m",
     ]
     widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in columns]
     print("  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)))
@@ -359,6 +427,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--in-flight", type=int, default=64, help="interacts in flight at once (client connections)")
     parser.add_argument("--seconds", type=float, default=8.0, help="measuring time per point")
     parser.add_argument("--workers", type=int, default=1, help="local worker processes per task")
+    parser.add_argument(
+        "--controller-src",
+        help="another checkout's packages/agentrl-controller/src to run the controller from (before/after runs)",
+    )
     parser.add_argument("--inproc-steps", type=int, default=2000, help="steps timed in process for the baseline")
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.sessions.split(",")]

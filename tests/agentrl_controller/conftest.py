@@ -107,8 +107,8 @@ class Server:
     log: Path
 
 
-def start_server(tmp_path: Path, tasks: list[TaskConfig], **settings: Any) -> Server:
-    """Run the CLI with a YAML config and wait until ``/healthz`` answers."""
+def start_server(tmp_path: Path, tasks: list[TaskConfig], env: dict[str, str] | None = None, **settings: Any) -> Server:
+    """Run the CLI with a YAML config (and ``env``, else ours) and wait until ``/healthz`` answers."""
     port = free_port()
     config = {"tasks": [t.model_dump() for t in tasks], **settings}
     config_path = tmp_path / "controller.yaml"
@@ -116,7 +116,7 @@ def start_server(tmp_path: Path, tasks: list[TaskConfig], **settings: Any) -> Se
     log = tmp_path / "controller.log"
     command = [sys.executable, "-m", "agentrl_controller.cli", "serve", "--config", str(config_path)]
     with log.open("wb") as out:
-        process = subprocess.Popen([*command, "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen([*command, "--port", str(port)], stdout=out, stderr=subprocess.STDOUT, env=env)
     server = Server(process, f"http://127.0.0.1:{port}/api", log)
     auth = {"Authorization": f"Bearer {settings['token']}"} if settings.get("token") else {}
     deadline = time.monotonic() + 60

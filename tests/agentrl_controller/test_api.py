@@ -1,6 +1,7 @@
 """The controller API in-process (httpx.ASGITransport) over real local worker processes."""
 
 import asyncio
+import json
 
 import pytest
 
@@ -223,3 +224,36 @@ async def until(predicate, timeout_s: float = 5.0) -> None:
     while not predicate():
         assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
         await asyncio.sleep(0.02)
+
+
+async def test_the_interact_fast_path_answers_exactly_as_the_fastapi_route(shared) -> None:
+    # A well-formed interact takes the fast path; "+json" is JSON to FastAPI but sends the request down its route.
+    _, client = shared
+    messages = [
+        call("echo", '{"text": "é ✓"}'),
+        {"role": "assistant", "content": "hi"},
+        call("answer", '{"value": 3}'),
+        {},
+    ]
+    runs = []
+    for content_type in ("application/json", "application/vnd.agentrl+json"):
+        sid, _ = await start(client, index=3)
+        answers = []
+        for message in messages:
+            response = await client.post(
+                "interact",
+                headers={"session_id": str(sid), "content-type": content_type},
+                content=json.dumps({"messages": [message]}),
+            )
+            answers.append(
+                (
+                    response.status_code,
+                    response.headers.get("session_id") == str(sid),
+                    response.headers["content-type"],
+                    response.content.replace(str(sid).encode(), b"<sid>"),  # the raw bytes: same JSON rendering
+                )
+            )
+        runs.append(answers)
+    fast, routed = runs
+    assert [a[:2] for a in fast] == [(200, True), (200, True), (200, True), (409, False)]
+    assert fast == routed

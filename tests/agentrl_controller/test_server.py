@@ -48,15 +48,34 @@ def test_sigterm_drains_and_leaves_no_worker(tmp_path) -> None:
     assert not any(_alive(pid) for pid in pids)
 
 
-def test_workers_exit_when_the_controller_is_killed(tmp_path) -> None:
-    server = start_server(tmp_path, [toy_task(lazy=False)])
+def test_a_killed_controller_s_workers_exit_and_the_next_start_removes_its_run_directory(tmp_path) -> None:
+    scratch = tmp_path / "tmp"  # the controllers' temp dir, so other controllers' run directories stay out of it
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    server = start_server(tmp_path, [toy_task(lazy=False)], env=env)
     pids = _worker_pids(server.url)
+    [run_dir] = scratch.glob(f"agentrl-ctl-{server.process.pid}-*")
+    assert list(run_dir.glob("*.sock"))
     server.process.send_signal(signal.SIGKILL)
     server.process.wait()
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in pids)
+    assert run_dir.is_dir()  # SIGKILL: nobody cleaned up
+    live = scratch / f"agentrl-ctl-{os.getpid()}-live"  # a controller that still runs (this process)
+    legacy = scratch / "agentrl-ctl-nopid123"  # no owner in the name: cannot tell, so kept
+    live.mkdir()
+    legacy.mkdir()
+    (tmp_path / "next").mkdir()
+    restarted = start_server(tmp_path / "next", [toy_task()], env=env)
+    try:
+        assert not run_dir.exists()
+        assert live.is_dir() and legacy.is_dir()
+        assert len(list(scratch.glob(f"agentrl-ctl-{restarted.process.pid}-*"))) == 1
+    finally:
+        stop_server(restarted)
+    assert not list(scratch.glob(f"agentrl-ctl-{restarted.process.pid}-*"))  # a clean stop removes its own
 
 
 def test_remote_env_plays_an_episode(server) -> None:

@@ -12,7 +12,7 @@ import pytest
 from agentrl_envs.sandboxes.base import Limits, SandboxBackend
 from agentrl_envs.sandboxes.bwrap import BwrapBackend
 from agentrl_envs.sandboxes.rootfs import ensure_rootfs
-from agentrl_envs.tasks.os.images import docker_tag, recipe
+from agentrl_envs.tasks.os.images import docker_tag, ensure_docker_images, recipe
 
 REPO = Path(__file__).resolve().parents[3]
 TEST_LIMITS = Limits(memory_mb=256, pids=128, cpus=1.0, command_timeout_s=3.0, disk_mb=128)
@@ -23,7 +23,7 @@ def docker_engine() -> Iterator[None]:
     """A running Docker engine with the OS images built (started here if needed, stopped at the end)."""
     started = subprocess.run([REPO / "scripts/dockerd.sh", "start"], capture_output=True, text=True, check=True)
     try:
-        subprocess.run([REPO / "env_images/os/build"], check=True, capture_output=True)  # all three, reused when built
+        ensure_docker_images()  # all three, imported from the rootfs tarballs; reused when up to date
         yield
     finally:
         if started.stdout.strip() == "started":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,16 @@ from tests.agentrl_envs.sandboxes.conftest import TEST_LIMITS
 
 PROBE = "agentrl-leak-probe"
 EPISODES = 100
+
+
+def _eventually(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    """Whether ``condition`` holds within ``timeout_s`` (polled)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _probe_processes() -> int:
@@ -71,7 +83,9 @@ def test_hundred_episodes_leave_nothing_behind(name: str, request: pytest.Fixtur
             call = {"id": "c", "function": {"name": "bash_action", "arguments": json.dumps({"script": script})}}
             env.step({"role": "assistant", "tool_calls": [call]})
             if episode == 0:
-                assert _probe_processes() == before["processes"] + 1  # the probe is visible while it runs
+                # The probe is visible while it runs (once the background subshell has exec'd: not at once on a busy
+                # machine, hence the wait).
+                assert _eventually(lambda: _probe_processes() == before["processes"] + 1)
             answer = {"id": "a", "function": {"name": "answer_action", "arguments": '{"answer": "0"}'}}
             _, _, terminated, _, info = env.step({"role": "assistant", "tool_calls": [answer]})
             assert terminated and info["infra_error"] is False

@@ -36,3 +36,25 @@ def test_an_unknown_engine_names_the_choices(tmp_path: Path) -> None:
     choices = r"\['hf', 'hf_process', 'vllm'\]"
     with pytest.raises(ValueError, match=rf"rollout_engine='sglang' is not supported; choose one of {choices}"):
         AgentRLConfig(output_dir=str(tmp_path), tasks=["db"], rollout_engine="sglang")
+
+
+def test_vllm_mode_is_server_by_default_and_colocate_refuses_server_urls(tmp_path: Path) -> None:
+    assert AgentRLConfig(output_dir=str(tmp_path), tasks=["db"]).vllm_mode == "server"  # TRL's default is colocate
+    with pytest.raises(ValueError, match=r"vllm_mode='remote' is not supported; choose one of \['server', 'colocate']"):
+        AgentRLConfig(output_dir=str(tmp_path), tasks=["db"], rollout_engine="vllm", vllm_mode="remote")
+    with pytest.raises(ValueError, match="vllm_server_urls needs vllm_mode=server"):
+        AgentRLConfig(
+            output_dir=str(tmp_path), vllm_mode="colocate", vllm_server_urls=["http://10.0.0.1:8000"], tasks=["db"]
+        )
+
+
+def test_both_modes_pass_the_same_engine_flags() -> None:
+    from agentrl_trainer.engines.vllm_colocate import WORKER_EXTENSION
+    from agentrl_trainer.engines.vllm_server import VLLMServer, VLLMServerConfig, engine_flags
+
+    config = VLLMServerConfig(model="/m", dtype="float32", extra_args=["--enable-lora"])
+    server = VLLMServer(config).command("python")
+    colocate = engine_flags(config, worker_extension=WORKER_EXTENSION)
+    assert server[server.index("--model") :] == [*colocate[:-3], "vllm_worker_ext.WeightSyncExtension", *colocate[-2:]]
+    assert colocate[-1] == "--enable-lora" and "--enforce-eager" in colocate
+    assert colocate[colocate.index("--logprobs-mode") + 1] == "processed_logprobs"

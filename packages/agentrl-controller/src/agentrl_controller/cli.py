@@ -86,6 +86,7 @@ def worker(args: argparse.Namespace) -> int:
     import asyncio
     import contextlib
 
+    from agentrl_controller.workers.local import loop_factory
     from agentrl_controller.workers.remote import serve_remote_worker
 
     _setup_logging(args.log_level, args.log_format)
@@ -110,8 +111,8 @@ def worker(args: argparse.Namespace) -> int:
         token=token,
         heartbeat_s=args.heartbeat_s,
     )
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run)
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(run)
     return 0
 
 

@@ -10,9 +10,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,6 +19,7 @@ from agentrl_controller.api.models import HeartbeatRequest, SessionInfo, WorkerI
 from agentrl_controller.config import ControllerConfig
 from agentrl_controller.errors import BadRequestError, NotFoundError
 from agentrl_controller.metrics import ControllerMetrics
+from agentrl_controller.rundir import make_run_dir, sweep_run_dirs
 from agentrl_controller.sessions.admission import AdmissionQueue
 from agentrl_controller.sessions.manager import SessionManager
 from agentrl_controller.workers.client import WorkerClient
@@ -47,14 +46,15 @@ class Controller:
             self.pool, max_waiting=config.admission.max_waiting, timeout_s=config.admission.timeout_s
         )
         self.sessions = SessionManager(self.pool, self.admission, self.metrics, memory=config.sessions.finished_memory)
-        self.run_dir = Path(tempfile.mkdtemp(prefix="agentrl-ctl-"))
+        self.run_dir = make_run_dir()
         self.supervisor = Supervisor(config.tasks, config.workers, self.pool, self.run_dir)
         self.started_at = time.monotonic()
         self._names = {name: task.name for task in config.tasks for name in (task.name, *task.aliases)}
         self._upkeep: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Sweep orphaned sandboxes, then start eager workers and the upkeep loop."""
+        """Sweep what killed controllers left (run directories, sandboxes), then start eager workers and upkeep."""
+        await asyncio.to_thread(sweep_run_dirs)
         if self.config.sweep_sandboxes:
             await asyncio.to_thread(sweep_orphans, self.config)
         self._upkeep = asyncio.create_task(self._upkeep_loop(), name="controller-upkeep")
@@ -135,17 +135,21 @@ class Controller:
                 worker.concurrency = beat.concurrency
                 self.admission.dispatch(worker.task)
             return worker.worker_id
+        try:
+            client = WorkerClient(
+                beat.address,
+                max_connections=min(beat.concurrency, 1024),
+                read_timeout_s=self.config.workers.request_timeout_s,
+            )
+        except ValueError as e:
+            raise BadRequestError(str(e)) from None
         worker = Worker(
             worker_id=self.pool.new_id("remote"),
             task=beat.name,
             address=beat.address,
             kind="remote",
             concurrency=beat.concurrency,
-            client=WorkerClient(
-                beat.address,
-                max_connections=min(beat.concurrency, 1024),
-                read_timeout_s=self.config.workers.request_timeout_s,
-            ),
+            client=client,
             indices=list(beat.indices),
         )
         self.pool.add(worker)

@@ -53,11 +53,19 @@ class AgentRLConfig(GRPOConfig):
         metadata={
             "help": "Rollout engine: hf (transformers generate in the trainer's process), hf_process (the same in "
             "an engine process per engine, so generation and the optimizer step do not share threads and the GIL) "
-            "or vllm (vLLM servers, docs/deployment.md)."
+            "or vllm (vLLM, see vllm_mode and docs/deployment.md)."
         },
     )
     engine_num_threads: int = field(default=1, metadata={"help": "hf_process: torch threads of each engine process."})
-    vllm_replicas: int = field(default=1, metadata={"help": "vllm: servers per engine, behind a router."})
+    # TRL's own field, same meaning; the default is server here (TRL: colocate), which needs no vllm in this venv.
+    vllm_mode: str = field(
+        default="server",
+        metadata={
+            "help": "vllm: server (vLLM servers over HTTP, vLLM in its own venv) or colocate (vLLM's AsyncLLM in "
+            "the trainer's process; vllm must be importable here), docs/deployment.md."
+        },
+    )
+    vllm_replicas: int = field(default=1, metadata={"help": "vllm: servers (or colocated engines) per engine."})
     vllm_server_urls: list[str] | None = field(
         default=None, metadata={"help": "vllm: use these running policy servers instead of launching them."}
     )
@@ -149,6 +157,9 @@ class AgentRLConfig(GRPOConfig):
         super().__post_init__()
         self._check_choice("rollout_mode", ("async", "sync"))
         self._check_choice("rollout_engine", ("hf", "hf_process", "vllm"))
+        self._check_choice("vllm_mode", ("server", "colocate"))
+        if self.vllm_mode == "colocate" and self.vllm_server_urls:
+            raise ValueError("vllm_server_urls needs vllm_mode=server: colocated engines run in this process.")
         self._check_choice("infra_error_policy", ("retry", "drop_group"))
         self._check_choice("stale_policy", ("drop", "downweight"))
         if not self.tasks:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import is_peft_model
 from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOTrainer
@@ -97,6 +98,7 @@ class AgentRLTrainer(GRPOTrainer):
         processing_class: Any = None,
         env_factories: dict[str, TaskEnvFactory] | None = None,
         callbacks: list[TrainerCallback] | None = None,
+        peft_config: Any = None,
     ) -> None:
         """Set up training on ``args.tasks``.
 
@@ -107,6 +109,9 @@ class AgentRLTrainer(GRPOTrainer):
                 tools and it needs a response parser (TRL's ``add_response_schema`` knows the common ones).
             env_factories: Extra tasks, ``{name: split -> env}``, checked before the registered AgentBench tasks.
             callbacks: More ``TrainerCallback``s.
+            peft_config: Train a peft adapter (e.g. ``peft.LoraConfig``) instead of every weight, as in TRL. With
+                ``rollout_engine: vllm`` this needs ``vllm_mode: colocate``: the policy and lagged engines are then
+                versioned LoRA adapters on one vLLM engine (docs/deployment.md).
         """
         if not isinstance(args, AgentRLConfig):
             raise TypeError(f"args must be an AgentRLConfig, got {type(args).__name__}.")
@@ -128,6 +133,7 @@ class AgentRLTrainer(GRPOTrainer):
             train_dataset=dataset,
             processing_class=processing_class,
             callbacks=callbacks,
+            peft_config=peft_config,
         )
         self._ensure_response_parser()
         self.add_callback(_WeightSync(self))
@@ -205,26 +211,66 @@ class AgentRLTrainer(GRPOTrainer):
         )
 
     def _build_vllm_engines(self, model: Any, version: int) -> EngineSampler:
-        """Start vLLM servers loaded with the current weights (staged under output_dir); see engines.factory."""
+        """Start vLLM servers (or colocated engines) loaded with the current weights, staged under output_dir."""
         from agentrl_trainer.engines.factory import stage_model, vllm_engine
         from agentrl_trainer.engines.vllm_server import VLLMServerConfig
 
         args: AgentRLConfig = self.args  # type: ignore[assignment]
+        n_lagged = args.num_lagged_engines if args.lagged_fraction > 0 else 0
+        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        if is_peft_model(model):
+            return self._build_vllm_lora_engines(model, version, n_lagged, dtype)
         staged = stage_model(model, self._tokenizer, Path(args.output_dir) / "vllm-model")
         # The trainer's dtype, not vLLM's "auto" (bfloat16 on CPUs): the sampling log-probs must match the loss's.
-        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         server = VLLMServerConfig(
             model=str(staged), dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
         )
-        common = {"server": server, "eos_token_id": self._tokenizer.eos_token_id, "temperature": args.temperature}
+        common = {
+            "server": server,
+            "eos_token_id": self._tokenizer.eos_token_id,
+            "temperature": args.temperature,
+            "mode": args.vllm_mode,
+        }
         policy = vllm_engine(
             "policy", replicas=args.vllm_replicas, server_urls=args.vllm_server_urls, version=version, **common
         )
-        n_lagged = args.num_lagged_engines if args.lagged_fraction > 0 else 0
         lagged = [vllm_engine(f"lagged{i}", replicas=1, version=version, **common) for i in range(n_lagged)]
         return EngineSampler(
             policy,
             lagged,
+            lagged_fraction=args.lagged_fraction,
+            lagged_refresh_steps=args.lagged_refresh_steps,
+            seed=args.seed,
+        )
+
+    def _build_vllm_lora_engines(self, model: Any, version: int, n_lagged: int, dtype: str) -> EngineSampler:
+        """A LoRA policy: the policy and lagged engines are versioned adapters on one colocated vLLM engine."""
+        from agentrl_trainer.engines.vllm_lora import vllm_lora_engines
+        from agentrl_trainer.engines.vllm_server import VLLMServerConfig
+
+        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        if args.vllm_mode != "colocate" or args.vllm_replicas != 1:
+            raise ValueError(
+                "A LoRA policy (peft_config) with rollout_engine=vllm needs vllm_mode=colocate and vllm_replicas=1 "
+                f"(got {args.vllm_mode!r}, {args.vllm_replicas}): its engines are versioned adapters on one vLLM "
+                "engine in this process. Server mode loads full weights; use the hf engine otherwise."
+            )
+        server = VLLMServerConfig(
+            model="", dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
+        )
+        policy, lagged = vllm_lora_engines(
+            model,
+            self._tokenizer,
+            Path(args.output_dir) / "vllm-model",
+            server=server,
+            eos_token_id=self._tokenizer.eos_token_id,
+            temperature=args.temperature,
+            version=version,
+            num_lagged=n_lagged,
+        )
+        return EngineSampler(
+            policy,
+            list(lagged),
             lagged_fraction=args.lagged_fraction,
             lagged_refresh_steps=args.lagged_refresh_steps,
             seed=args.seed,

@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentrl_controller.api.dashboard import DASHBOARD_HTML
+from agentrl_controller.api.fastpath import FastAnswer, FastJsonRoute, header
 from agentrl_controller.api.guard import Guard
 from agentrl_controller.api.models import (
     CancelNotice,
@@ -75,9 +76,35 @@ def create_app(controller: Controller, *, manage_lifecycle: bool = True) -> Any:
     _add_error_handlers(app)
     _add_api_routes(app, controller)
     _add_service_routes(app, controller)
+    fast = _fast_interact(app, controller)
     return Guard(
-        app, token=controller.config.token, max_body_bytes=controller.config.max_body_bytes, metrics=controller.metrics
+        fast, token=controller.config.token, max_body_bytes=controller.config.max_body_bytes, metrics=controller.metrics
     )
+
+
+def _fast_interact(app: FastAPI, controller: Controller) -> FastJsonRoute:
+    """``POST /api/interact`` without FastAPI's machinery when the request is well formed (the hot path).
+
+    Accepts exactly what the FastAPI route accepts without coercion (one ``session_id`` header holding an
+    integer, a body ``{"messages": [<object>, ...]}``) and answers the same; anything else goes to the route.
+    """
+    [route] = [r for r in app.routes if getattr(r, "path", None) == "/api/interact"]
+
+    async def interact(scope: Any, data: Any) -> FastAnswer | None:
+        value = header(scope, b"session_id")
+        if value is None or type(data) is not dict or len(data) != 1:
+            return None
+        messages = data.get("messages")
+        if type(messages) is not list or not messages or any(type(m) is not dict for m in messages):
+            return None
+        try:
+            sid = _session_id(value)
+            out = await controller.sessions.interact(sid, messages)
+        except ApiError as e:
+            return e.status_code, {"error": e.message, "detail": None}, []
+        return 200, out, [(b"session_id", str(sid).encode())]
+
+    return FastJsonRoute(app, path="/api/interact", handler=interact, route=route)
 
 
 def _session_id(value: str | None) -> int:

@@ -29,7 +29,8 @@ __all__ = ["Session", "SessionManager"]
 logger = logging.getLogger(__name__)
 
 _RUNNING = SampleStatus.RUNNING.value
-_START_ATTEMPTS = 3
+_START_ATTEMPTS = 5
+_START_BACKOFF_S = 0.05
 _CANCEL_TIMEOUT_S = 30.0
 
 
@@ -49,7 +50,8 @@ class Session:
     busy: bool = False
     started: bool = False
     """The worker has answered start_sample; before that a failure is retried, not an ending."""
-    ending: asyncio.Event = field(default_factory=asyncio.Event)
+    call: asyncio.Future[Any] | None = None
+    """The worker call of the interact in flight, cancelled when the controller ends the session."""
     final: dict[str, Any] | None = None
     """The observation that ended the session (cancel, lost worker), for a request still in flight."""
 
@@ -81,7 +83,7 @@ class SessionManager:
             The flat first observation, with ``session_id``.
         """
         last_error: WorkerError | None = None
-        for _ in range(_START_ATTEMPTS):
+        for attempt in range(_START_ATTEMPTS):
             worker = await self.admission.acquire(task)
             session = Session(next(self._ids), task, index, worker)
             self.sessions[session.session_id] = session
@@ -95,7 +97,10 @@ class SessionManager:
                     continue
                 if e.status_code is not None:
                     raise BadRequestError(f"Task {task!r} refused sample {index!r}: {e}") from e
-                self._check_worker(worker)
+                if self._check_worker(worker) and attempt + 1 < _START_ATTEMPTS:
+                    # A killed worker closes its sockets before its process is gone (and before the supervisor
+                    # hears of it), so it still looks alive: wait a little rather than pick it again at once.
+                    await asyncio.sleep(_START_BACKOFF_S * 2**attempt)
                 continue
             except BaseException:
                 self._forget(session)
@@ -104,7 +109,9 @@ class SessionManager:
             self.metrics.sessions_started.labels(task).inc()
             self.metrics.sessions_active.labels(task).inc()
             return self._answer(session, out)
-        raise BadRequestError(f"Could not start a session of task {task!r} after {_START_ATTEMPTS} tries: {last_error}")
+        message = f"Could not start a session of task {task!r} after {_START_ATTEMPTS} tries: {last_error}"
+        logger.warning("%s", message)
+        raise BadRequestError(message)
 
     async def interact(self, session_id: int, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """Send the agent's messages to the session's worker; returns the flat observation.
@@ -120,25 +127,28 @@ class SessionManager:
             raise SessionStateError(f"Session {session_id} is already processing a request; wait for its answer.")
         session.busy = True
         session.last_active = time.monotonic()
+        # A task of its own, so that ending the session (cancel, lost worker) can stop the call at once: _end()
+        # cancels it, and this request answers the ending instead.
+        call = session.call = asyncio.ensure_future(self._timed_interact(session, messages))
         try:
-            call = asyncio.ensure_future(self._timed_interact(session, messages))
-            ending = asyncio.ensure_future(session.ending.wait())
+            error = None
             try:
-                await asyncio.wait({call, ending}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                ending.cancel()
-            if session.final is not None:
-                # The controller ended it meanwhile (cancel, lost worker). That ending is what the metrics and
-                # later calls see, so it is the answer even if the worker's reply arrived at the same moment.
-                call.cancel()
-                return dict(session.final)
-            try:
-                out = call.result()
+                out = await call
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if session.final is None or (current is not None and current.cancelling()):
+                    raise  # this request itself was cancelled
             except WorkerError as e:
-                return self._fail(session, f"worker error: {e}")
+                error = f"worker error: {e}"
             except Exception as e:  # session boundary: a bug here must end the session, not the controller
                 logger.exception("session %s: unexpected error in interact", session_id)
-                return self._fail(session, f"controller error: {type(e).__name__}: {e}")
+                error = f"controller error: {type(e).__name__}: {e}"
+            if session.final is not None:
+                # The controller ended it meanwhile. That ending is what the metrics and later calls see, so it is
+                # the answer even if the worker's reply arrived at the same moment.
+                return dict(session.final)
+            if error is not None:
+                return self._fail(session, error)
             env_out = out.get("env_out") if isinstance(out, dict) else None
             if not isinstance(env_out, dict):
                 return self._fail(session, f"worker answered interact without env_out: {str(out)[:200]}")
@@ -147,6 +157,7 @@ class SessionManager:
             return self._answer(session, env_out)
         finally:
             session.busy = False
+            session.call = None
             session.last_active = time.monotonic()
 
     async def cancel(self, session_id: int) -> str:
@@ -258,7 +269,8 @@ class SessionManager:
                 self._undelivered[session.session_id] = session.final
                 while len(self._undelivered) > self._memory:
                     self._undelivered.popitem(last=False)
-        session.ending.set()
+        if session.call is not None:
+            session.call.cancel()  # no-op when the call has completed (the worker finished the session)
         self.metrics.sessions_finished.labels(session.task, status).inc()
         self.metrics.sessions_active.labels(session.task).dec()
         if release:

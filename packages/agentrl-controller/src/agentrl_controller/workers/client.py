@@ -4,9 +4,9 @@ Local workers listen on a Unix socket, remote ones on TCP; both are the same API
 error answers become :class:`~agentrl_controller.errors.WorkerError` with the worker's status code, so the
 caller can tell "the worker refused" (a code) from "the worker is gone" (none).
 
-This hop uses aiohttp rather than httpx (which the rest of the project uses): every interact passes through it,
-and httpx's connection pool stalls with tens of requests in flight (measured in ``bench/controller_load.py``:
-a few hundred requests/s and multi-second p99 where aiohttp sustains thousands).
+This hop uses the small keep-alive client of :mod:`agentrl_controller.workers.http`: every interact passes
+through it, httpx's pool stalled with tens of requests in flight, and aiohttp's per-request machinery was about a
+quarter of the controller's CPU per no-op interact (``bench/controller_load.py``, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import aiohttp
-
 from agentrl_controller.errors import WorkerError
+from agentrl_controller.workers.http import HttpPool
 
 __all__ = ["WorkerClient"]
 
@@ -41,10 +40,7 @@ class WorkerClient:
             read_timeout_s: ``None`` waits as long as the task takes, as upstream's controller does.
         """
         self.address = address.rstrip("/")
-        self._uds = uds
-        self._max_connections = max_connections
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=5.0, sock_read=read_timeout_s)
-        self._session: aiohttp.ClientSession | None = None
+        self._pool = HttpPool(self.address, uds=uds, max_connections=max_connections, read_timeout_s=read_timeout_s)
 
     async def start_sample(self, session_id: int, index: int | str, custom_task: dict[str, Any] | None) -> Any:
         """Start a session on the worker; the answer is the flat first observation."""
@@ -69,34 +65,24 @@ class WorkerClient:
 
     async def aclose(self) -> None:
         """Close the connection pool."""
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        await self._pool.aclose()
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
-        return await self._request("POST", path, json=body)
+        return await self._request("POST", path, json.dumps(body, separators=(",", ":")).encode())
 
-    def _open(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            if self._uds:
-                connector: aiohttp.BaseConnector = aiohttp.UnixConnector(path=self._uds, limit=self._max_connections)
-            else:
-                connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=self._max_connections)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout, trust_env=False)
-        return self._session
-
-    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        url = f"{self.address}/{path}"
+    async def _request(self, method: str, path: str, body: bytes | None = None) -> Any:
         try:
-            async with self._open().request(method, url, **kwargs) as response:
-                text = await response.text()
-                status = response.status
-        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as e:
+            response = await self._pool.request(method, path, body)
+        except (TimeoutError, OSError) as e:  # ConnectionError is an OSError
             raise WorkerError(f"worker {self.address} unreachable on {path}: {type(e).__name__}: {e}") from e
-        if status != 200:
-            raise WorkerError(f"worker {self.address} answered {status} on {path}: {_detail(text)}", status_code=status)
+        text = response.body.decode("utf-8", errors="replace")
+        if response.status != 200:
+            raise WorkerError(
+                f"worker {self.address} answered {response.status} on {path}: {_detail(text)}",
+                status_code=response.status,
+            )
         try:
-            return json.loads(text)
+            return json.loads(response.body)
         except ValueError as e:
             raise WorkerError(f"worker {self.address} sent invalid JSON on {path}: {e}") from e
 

@@ -27,7 +27,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
+from agentrl_controller.api.fastpath import FastAnswer, FastJsonRoute
 from agentrl_controller.api.models import WorkerInteractRequest, WorkerStartSampleRequest
 from agentrl_controller.config import TaskConfig
 from agentrl_controller.workers.envs import env_factory
@@ -37,7 +39,7 @@ from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.sandboxes.pool import SandboxPool
 
-__all__ = ["LocalWorker", "build_worker", "create_worker_app", "main"]
+__all__ = ["LocalWorker", "build_worker", "create_worker_app", "loop_factory", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -112,20 +114,20 @@ class LocalWorker:
             return self._observation([], 0.0, info)
         return self._observation(messages, 0.0, info)
 
-    async def interact(self, request: WorkerInteractRequest) -> dict[str, Any]:
-        """Apply the agent's message to the session's env."""
-        session = self.sessions.get(request.session_id)
+    async def interact(self, session_id: int, agent_messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """Apply the agent's last message to the session's env."""
+        session = self.sessions.get(session_id)
         if session is None:
             raise _Refused(400, "No such session")
         if session.lock.locked() or session.cancelling:
             raise _Refused(400, "Task Executing, please do not send new request.")
         async with session.lock:
-            action = request.messages[-1] if request.messages else {"role": "assistant", "content": ""}
+            action = agent_messages[-1] if agent_messages else {"role": "assistant", "content": ""}
             messages, reward, _, _, info = await session.env.astep(action)
         env_out = self._observation(messages, reward, info)
         if env_out["finish"]:
-            self._drop(request.session_id, session.env, reuse=not info.get("infra_error", False))
-        return {"session_id": request.session_id, "env_out": env_out}
+            self._drop(session_id, session.env, reuse=not info.get("infra_error", False))
+        return {"session_id": session_id, "env_out": env_out}
 
     async def cancel(self, session_id: int) -> dict[str, Any]:
         """End a session; waits for a step in progress, then releases the env."""
@@ -170,8 +172,23 @@ def _as_int_index(index: int | str, custom_task: dict[str, Any] | None) -> int:
     return index
 
 
-def create_worker_app(worker: LocalWorker) -> Starlette:
-    """The worker's ASGI app (routes under ``/api`` as ``agentrl-worker`` serves them)."""
+def create_worker_app(worker: LocalWorker) -> ASGIApp:
+    """The worker's ASGI app (routes under ``/api`` as ``agentrl-worker`` serves them).
+
+    ``interact`` has a fast path (see :mod:`agentrl_controller.api.fastpath`) for the body the controller sends,
+    ``{"session_id": <int>, "messages": [<object>, ...]}``; any other body goes to the Starlette route.
+    """
+
+    async def fast_interact(_: Any, data: Any) -> FastAnswer | None:
+        if type(data) is not dict or data.keys() != {"session_id", "messages"}:
+            return None
+        session_id, messages = data["session_id"], data["messages"]
+        if type(session_id) is not int or type(messages) is not list or any(type(m) is not dict for m in messages):
+            return None
+        try:
+            return 200, await worker.interact(session_id, messages), []
+        except _Refused as e:
+            return e.status_code, {"detail": e.detail}, []
 
     async def start_sample(request: Request) -> JSONResponse:
         body = WorkerStartSampleRequest.model_validate_json(await request.body())
@@ -179,7 +196,8 @@ def create_worker_app(worker: LocalWorker) -> Starlette:
         return JSONResponse(out, headers={"session_id": str(body.session_id)})
 
     async def interact(request: Request) -> JSONResponse:
-        return JSONResponse(await worker.interact(WorkerInteractRequest.model_validate_json(await request.body())))
+        body = WorkerInteractRequest.model_validate_json(await request.body())
+        return JSONResponse(await worker.interact(body.session_id, body.messages))
 
     async def cancel(request: Request) -> JSONResponse:
         data = json.loads(await request.body())
@@ -215,7 +233,8 @@ def create_worker_app(worker: LocalWorker) -> Starlette:
         Route("/api/get_sessions", get_sessions, methods=["GET"]),
     ]
     handlers = {_Refused: refused, ValidationError: invalid, ValueError: invalid}
-    return Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    return FastJsonRoute(app, path="/api/interact", handler=fast_interact)
 
 
 async def _watch_parent(parent_pid: int, server: uvicorn.Server) -> None:
@@ -269,8 +288,17 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s worker %(name)s: %(message)s")
     task = TaskConfig.model_validate_json(args.task)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(task, args.uds))
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(_serve(task, args.uds))
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The uvloop event loop where it is installed (as uvicorn picks it for the controller): cheaper per request."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 if __name__ == "__main__":

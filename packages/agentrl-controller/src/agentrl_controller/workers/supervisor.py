@@ -170,8 +170,9 @@ class Supervisor:
             if process.returncode is not None:
                 raise WorkerError(f"exited with code {process.returncode}: {_tail(log_path)}")
             try:
-                return await client.get_indices()
-            except WorkerError:
+                # bounded too: a worker that accepts the connection but never answers must not hang the start
+                return await asyncio.wait_for(client.get_indices(), max(deadline - time.monotonic(), 0.1))
+            except (WorkerError, TimeoutError):
                 await asyncio.sleep(0.05)
         raise WorkerError(f"not ready after {self.settings.start_timeout_s:g} s: {_tail(log_path)}")
 

@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import json
 import logging
+import os
 import shutil
 import subprocess
 import tempfile
@@ -32,6 +33,10 @@ _BUILDER_VERSION = "1"
 """Bumped when the build procedure itself changes, so every cached rootfs is rebuilt."""
 _COMPLETE = ".complete"
 """Suffix of the marker file written next to an unpacked rootfs once it is whole."""
+_DPKG_FORCE = "security-mac,downgrade,unsafe-io"
+"""dpkg's default force options plus ``unsafe-io`` (no fsync per unpacked file) for debootstrap's and apt's dpkg
+runs during a build: a failed build is thrown away, so the syncs only cost time. Only the build environment
+gets it; the built system keeps dpkg's defaults."""
 
 
 @dataclass(frozen=True)
@@ -94,9 +99,10 @@ def ensure_rootfs(recipe: RootfsRecipe, *, cache_dir: Path | None = None) -> Pat
         if marker.is_file():  # built by another process while we waited
             return target
         tarball = store / f"{recipe.key}.tar"
-        if not tarball.is_file():
-            _build_tarball(recipe, tarball, cache_dir=cache_dir)
-        _unpack(tarball, target)
+        if tarball.is_file():
+            _unpack(tarball, target)
+        else:
+            _build(recipe, tarball, target, cache_dir=cache_dir)
         marker.touch()
     return target
 
@@ -117,7 +123,13 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _build_tarball(recipe: RootfsRecipe, tarball: Path, *, cache_dir: Path | None) -> None:
+def _build(recipe: RootfsRecipe, tarball: Path, target: Path, *, cache_dir: Path | None) -> None:
+    """Build the tree, pack it into ``tarball`` and keep the tree itself as the unpacked copy ``target``.
+
+    Moving the tree saves unpacking the tarball again (a minute or two of disk writes for the larger images);
+    the result is the same files, since ``tar`` stores everything the provisioning can set (no xattrs
+    are set by the packages these recipes install).
+    """
     store = tarball.parent
     with tempfile.TemporaryDirectory(prefix=f"build-{recipe.name}-", dir=store) as scratch:
         tree = Path(scratch) / "tree"
@@ -130,6 +142,8 @@ def _build_tarball(recipe: RootfsRecipe, tarball: Path, *, cache_dir: Path | Non
         partial = tarball.with_suffix(".tar.partial")
         _run(["tar", "-C", str(tree), "--numeric-owner", "-cf", str(partial), "."], what="packing the rootfs")
         partial.rename(tarball)
+        shutil.rmtree(target, ignore_errors=True)
+        tree.rename(target)
     logger.info("built rootfs %s", tarball)
 
 
@@ -143,7 +157,7 @@ def _debootstrap(recipe: RootfsRecipe, tree: Path, *, cache_dir: Path) -> None:
     command = ["debootstrap", "--variant=minbase", f"--cache-dir={debs}"]
     if recipe.base_packages:
         command.append("--include=" + ",".join(recipe.base_packages))
-    _run([*command, recipe.suite, str(tree), recipe.mirror], what="debootstrap")
+    _run([*command, recipe.suite, str(tree), recipe.mirror], what="debootstrap", env={"DPKG_FORCE": _DPKG_FORCE})
 
 
 def _provision(recipe: RootfsRecipe, tree: Path) -> None:
@@ -164,6 +178,7 @@ def _provision(recipe: RootfsRecipe, tree: Path) -> None:
         "--die-with-parent",
         "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "--setenv", "HOME", "/root",
+        "--setenv", "DPKG_FORCE", _DPKG_FORCE,
         "bash", "/tmp/provision.sh", *recipe.script_args,
     ]  # fmt: skip
     _run(command, what=f"provisioning {recipe.name}")
@@ -178,8 +193,9 @@ def _unpack(tarball: Path, target: Path) -> None:
     partial.rename(target)
 
 
-def _run(command: list[str], *, what: str) -> None:
-    result = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False)
+def _run(command: list[str], *, what: str, env: dict[str, str] | None = None) -> None:
+    environment = {**os.environ, **env} if env else None
+    result = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False, env=environment)
     if result.returncode != 0:
         tail = (result.stdout + result.stderr)[-3000:]
         raise InfraError(f"Rootfs build failed while {what} (exit {result.returncode}): {tail}")

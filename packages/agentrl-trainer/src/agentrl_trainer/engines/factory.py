@@ -4,7 +4,9 @@ The trainer's current model and tokenizer are saved once to a staging directory 
 that, so the servers start at exactly the trainer's weights (also after a resume) and at its version. One
 engine name (``policy``, ``lagged0``, ...) gets ``replicas`` servers behind an :class:`EngineRouter`, or a
 single :class:`VLLMServerEngine` when ``replicas`` is 1. With ``server_urls`` the policy uses servers someone
-else started (a multi-node deployment, docs/deployment.md) instead of launching its own.
+else started (a multi-node deployment, docs/deployment.md) instead of launching its own. In colocate mode the
+same staged directory is loaded by in-process :class:`~agentrl_trainer.engines.vllm_colocate.VLLMColocateEngine`
+instances instead of servers.
 """
 
 from __future__ import annotations
@@ -39,20 +41,38 @@ def vllm_engine(
     version: int,
     replicas: int = 1,
     server_urls: list[str] | None = None,
+    mode: str = "server",
 ) -> RolloutEngine:
     """One engine named ``name`` over ``replicas`` new servers (in parallel), or over ``server_urls``.
+
+    With ``mode="colocate"`` the replicas are in-process ``AsyncLLM`` engines instead of servers.
 
     Raises:
         RuntimeError: If a server does not start; servers already started are stopped.
     """
-    if server_urls:
+    if replicas < 1:
+        raise ValueError(f"vllm_replicas must be >= 1, got {replicas}.")
+    if mode == "colocate":
+        from agentrl_trainer.engines.vllm_colocate import VLLMColocateEngine
+
+        engines: list[Any] = []
+        try:
+            for _ in range(replicas):  # one after another: each start-up already uses every core
+                engines.append(
+                    VLLMColocateEngine(
+                        server, eos_token_id=eos_token_id, name=name, temperature=temperature, version=version
+                    )
+                )
+        except BaseException:
+            for engine in engines:
+                engine.close()
+            raise
+    elif server_urls:
         engines = [
             VLLMServerEngine(url, eos_token_id=eos_token_id, name=name, temperature=temperature, version=version)
             for url in server_urls
         ]
     else:
-        if replicas < 1:
-            raise ValueError(f"vllm_replicas must be >= 1, got {replicas}.")
         servers = [VLLMServer(replace(server, port=0)) for _ in range(replicas)]
         with ThreadPoolExecutor(replicas) as pool:
             futures = [pool.submit(s.start) for s in servers]

