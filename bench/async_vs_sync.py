@@ -9,10 +9,13 @@ for the same number of optimizer steps:
   ``--groups`` and ``2 * --groups``, the dynamic batch), staleness is bounded by ``--max-staleness``.
 
 Reports trained trajectories per second, the async/sync ratio, the trainer's idle fraction (time spent
-waiting for rollouts) and the staleness of the trained groups.
+waiting for rollouts, over the run and after the first step's pipeline fill), the staleness of the trained
+groups, and how busy the policy engine was (near 100%: generation is the bottleneck).
 
     uv run python bench/async_vs_sync.py                    # about 3 minutes on 2 CPU cores
     uv run python bench/async_vs_sync.py --steps 12 --scale-s 0.2
+    # the trainer-bound setting of docs/benchmarks.md: a costlier update, sampling in an engine process
+    uv run python bench/async_vs_sync.py --hidden-size 512 --layers 4 --engine hf_process --trainer-threads 1
 
 Prints a table and, last, one JSON line with every figure (what ``docs/benchmarks.md`` records).
 """
@@ -23,10 +26,13 @@ import argparse
 import json
 import logging
 import platform
+import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from _envs import CORPUS, LatencyEnv
 from agentrl_trainer import AgentRLConfig, AgentRLTrainer
@@ -49,6 +55,8 @@ def run_mode(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -
         max_turns=2,
         max_new_tokens_per_turn=args.new_tokens,
         max_total_tokens=1024,
+        rollout_engine=args.engine,
+        engine_num_threads=args.engine_threads,
         learning_rate=1e-4,
         logging_steps=1,
         save_strategy="no",
@@ -63,9 +71,10 @@ def run_mode(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -
         processing_class=load_tokenizer(model_path),
         env_factories={"talk": lambda split: LatencyEnv(split=split)},
     )
-    started = time.perf_counter()
     trainer.train()
-    wall_s = time.perf_counter() - started
+    # The run's clock starts once the engines are up (an engine process takes seconds to import torch): both
+    # modes pay that once, and it is not what the schedules differ in.
+    wall_s = time.perf_counter() - trainer.rollouts_started
     logs = [e for e in trainer.state.log_history if "env/talk/episodes" in e]
     trajectories = sum(e["env/talk/episodes"] for e in logs)
     histogram = dict(sorted(trainer.staleness_histogram.items()))
@@ -76,11 +85,22 @@ def run_mode(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -
         "trajectories": int(trajectories),
         "trajectories_per_s": trajectories / wall_s,
         "trainer_idle_fraction": trainer.idle_s / wall_s,
+        # The first step waits for the pipeline to fill (nothing can run beside training yet); after that
+        # it is the steady state the schedules differ in.
+        "first_step_idle_s": trainer.first_idle_s,
+        "steady_idle_fraction": (trainer.idle_s - trainer.first_idle_s) / (wall_s - trainer.first_idle_s),
         "groups_per_step": sum(e["rollout/groups_per_step"] for e in logs) / len(logs),
+        # Time a step spends training (TRL's step time less the wait for rollouts), median over steps.
+        "train_s_per_step": statistics.median(e["step_time"] - e["rollout/trainer_idle_s"] for e in logs),
         "staleness_max": max(histogram, default=0),
         "staleness_mean": sum(k * v for k, v in histogram.items()) / max(sum(histogram.values()), 1),
         "staleness_histogram": {str(k): v for k, v in histogram.items()},
         "stale_dropped": trainer.stale_dropped,
+        # Share of the run the policy engine spent sampling: near 1, generation is the bottleneck.
+        "engine_busy_fraction": trainer.sampler.policy.busy_s / wall_s,
+        "engine_mean_batch": trainer.sampler.policy.requests / max(trainer.sampler.policy.batches, 1),
+        # hf_process: the share the engine process itself spent sampling (the rest of busy is waiting for it).
+        "engine_process_busy_fraction": getattr(trainer.sampler.policy, "process_busy_s", float("nan")) / wall_s,
     }
 
 
@@ -95,10 +115,16 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=1.5, help="Pareto shape (smaller: heavier tail)")
     parser.add_argument("--hidden-size", type=int, default=64, help="tiny model width (sets the update's cost)")
     parser.add_argument("--layers", type=int, default=2, help="tiny model depth")
+    parser.add_argument("--engine", default="hf", choices=["hf", "hf_process"], help="rollout engine")
+    parser.add_argument("--engine-threads", type=int, default=1, help="hf_process: torch threads of the engine")
+    parser.add_argument("--trainer-threads", type=int, default=0, help="torch threads of the trainer (0: default)")
+    parser.add_argument("--modes", default="sync,async", help="modes to run, comma-separated (both for the ratio)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     LatencyEnv.scale_s, LatencyEnv.alpha = args.scale_s, args.alpha
+    if args.trainer_threads:
+        torch.set_num_threads(args.trainer_threads)
 
     model_path = build_tiny_model(
         CORPUS,
@@ -111,15 +137,32 @@ def main() -> None:
         ),
     )
     with tempfile.TemporaryDirectory() as tmp:
-        results = {mode: run_mode(mode, model_path, args, Path(tmp)) for mode in ("sync", "async")}
-    ratio = results["async"]["trajectories_per_s"] / results["sync"]["trajectories_per_s"]
+        results = {mode: run_mode(mode, model_path, args, Path(tmp)) for mode in args.modes.split(",")}
+    ratio = (
+        results["async"]["trajectories_per_s"] / results["sync"]["trajectories_per_s"]
+        if {"sync", "async"} <= set(results)
+        else float("nan")
+    )
 
-    header = ("mode", "steps", "wall s", "traj", "traj/s", "idle", "groups/step", "stale max")
-    print("{:6} {:>5} {:>7} {:>5} {:>7} {:>6} {:>11} {:>9}".format(*header))
+    header = (
+        "mode",
+        "steps",
+        "wall s",
+        "traj",
+        "traj/s",
+        "idle",
+        "steady idle",
+        "train s/step",
+        "groups/step",
+        "stale max",
+    )
+    print("{:6} {:>5} {:>7} {:>5} {:>7} {:>6} {:>11} {:>12} {:>11} {:>9}".format(*header))
     for r in results.values():
         print(
             f"{r['mode']:6} {r['steps']:5d} {r['wall_s']:7.1f} {r['trajectories']:5d} {r['trajectories_per_s']:7.2f} "
-            f"{r['trainer_idle_fraction']:6.1%} {r['groups_per_step']:11.1f} {r['staleness_max']:9d}"
+            f"{r['trainer_idle_fraction']:6.1%} {r['steady_idle_fraction']:11.1%} {r['train_s_per_step']:12.2f} "
+            f"{r['groups_per_step']:11.1f} "
+            f"{r['staleness_max']:9d}"
         )
     print(f"async/sync trajectories per second: {ratio:.2f}x")
     figures = {

@@ -33,7 +33,8 @@ def test_the_cpu_config_is_valid_and_its_tiny_model_fits_vllms_cpu_attention(tmp
 
 
 def test_an_unknown_engine_names_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"rollout_engine='sglang' is not supported; choose one of \['hf', 'vllm'\]"):
+    choices = r"\['hf', 'hf_process', 'vllm'\]"
+    with pytest.raises(ValueError, match=rf"rollout_engine='sglang' is not supported; choose one of {choices}"):
         AgentRLConfig(output_dir=str(tmp_path), tasks=["db"], rollout_engine="sglang")
 
 

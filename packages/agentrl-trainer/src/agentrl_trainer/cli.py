@@ -87,7 +87,10 @@ def prepare_model(model_args: ModelArguments, config: Any) -> tuple[str, Any]:
         from agentrl_trainer.envs import make_env_factory
 
         corpus = task_corpus(
-            make_env_factory(), config.tasks, config.task_split, max_samples=model_args.tiny_corpus_samples
+            make_env_factory(env_kwargs=config.env_kwargs),
+            config.tasks,
+            config.task_split,
+            max_samples=model_args.tiny_corpus_samples,
         )
         spec = TinyModelSpec(
             vocab_size=model_args.tiny_vocab_size,

@@ -8,6 +8,7 @@ is generated from their ``help``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from trl import GRPOConfig
 
@@ -17,6 +18,9 @@ __all__ = ["AgentRLConfig"]
 @dataclass
 class AgentRLConfig(GRPOConfig):
     """Configuration of :class:`~agentrl_trainer.AgentRLTrainer` (see each field's ``help``)."""
+
+    # A JSON string on the command line (--env_kwargs '{"db": {...}}') is parsed like TRL's dict fields.
+    _VALID_DICT_FIELDS = [*GRPOConfig._VALID_DICT_FIELDS, "env_kwargs"]
 
     # ----------------------------------------------------------------- tasks
     tasks: list[str] = field(
@@ -31,6 +35,13 @@ class AgentRLConfig(GRPOConfig):
     max_samples_per_task: int | None = field(
         default=None, metadata={"help": "Use only the first N samples of each task (None: all)."}
     )
+    env_kwargs: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Environment options per task, passed to agentrl_envs.make (or to an env_factory), e.g. "
+            "{db: {train_file: db_train.jsonl}} for the DB train split."
+        },
+    )
 
     # ----------------------------------------------------------------- rollouts
     rollout_mode: str = field(
@@ -40,9 +51,12 @@ class AgentRLConfig(GRPOConfig):
     rollout_engine: str = field(
         default="hf",
         metadata={
-            "help": "Rollout engine: hf (transformers generate) or vllm (vLLM, see vllm_mode and docs/deployment.md)."
+            "help": "Rollout engine: hf (transformers generate in the trainer's process), hf_process (the same in "
+            "an engine process per engine, so generation and the optimizer step do not share threads and the GIL) "
+            "or vllm (vLLM, see vllm_mode and docs/deployment.md)."
         },
     )
+    engine_num_threads: int = field(default=1, metadata={"help": "hf_process: torch threads of each engine process."})
     # TRL's own field, same meaning; the default is server here (TRL: colocate), which needs no vllm in this venv.
     vllm_mode: str = field(
         default="server",
@@ -142,7 +156,7 @@ class AgentRLConfig(GRPOConfig):
             self.bf16 = False  # TRL defaults to bf16, which a CPU-only machine refuses
         super().__post_init__()
         self._check_choice("rollout_mode", ("async", "sync"))
-        self._check_choice("rollout_engine", ("hf", "vllm"))
+        self._check_choice("rollout_engine", ("hf", "hf_process", "vllm"))
         self._check_choice("vllm_mode", ("server", "colocate"))
         if self.vllm_mode == "colocate" and self.vllm_server_urls:
             raise ValueError("vllm_server_urls needs vllm_mode=server: colocated engines run in this process.")
@@ -156,6 +170,7 @@ class AgentRLConfig(GRPOConfig):
             raise ValueError(
                 f"task_weights {self.task_weights} must give one non-negative weight per task in {self.tasks}."
             )
+        self._check_env_kwargs()
         if self.gradient_accumulation_steps != 1 or self.num_iterations != 1:
             raise ValueError(
                 "AgentRLTrainer takes one optimizer step per batch of groups: set gradient_accumulation_steps=1 "
@@ -173,11 +188,32 @@ class AgentRLConfig(GRPOConfig):
             )
         if not 0.0 <= self.lagged_fraction <= 1.0:
             raise ValueError(f"lagged_fraction must be in [0, 1], got {self.lagged_fraction}.")
-        for name in ("max_turns", "max_new_tokens_per_turn", "max_total_tokens", "lagged_refresh_steps"):
+        for name in (
+            "max_turns",
+            "max_new_tokens_per_turn",
+            "max_total_tokens",
+            "lagged_refresh_steps",
+            "engine_num_threads",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.max_staleness < 0:
             raise ValueError(f"max_staleness must be >= 0, got {self.max_staleness}.")
+
+    def _check_env_kwargs(self) -> None:
+        if self.env_kwargs is None:
+            self.env_kwargs = {}
+        if not isinstance(self.env_kwargs, dict) or not all(isinstance(v, dict) for v in self.env_kwargs.values()):
+            raise ValueError(
+                f"env_kwargs must map a task to its environment options, e.g. {{'db': {{'train_file': 'x.jsonl'}}}}; "
+                f"got {self.env_kwargs!r}."
+            )
+        unknown = sorted(set(self.env_kwargs) - set(self.tasks))
+        if unknown:
+            raise ValueError(f"env_kwargs names tasks {unknown} that are not in tasks {self.tasks}.")
+        for task, options in self.env_kwargs.items():
+            if "split" in options:
+                raise ValueError(f"env_kwargs[{task!r}] sets split; the split is task_split ({self.task_split!r}).")
 
     def _check_choice(self, name: str, choices: tuple[str, ...]) -> None:
         value = getattr(self, name)

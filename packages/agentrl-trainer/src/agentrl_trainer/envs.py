@@ -12,24 +12,34 @@ from typing import Any
 
 __all__ = ["TaskEnvFactory", "make_env_factory"]
 
-TaskEnvFactory = Callable[[str], Any]
-"""``split -> env`` for one task."""
+TaskEnvFactory = Callable[..., Any]
+"""``split -> env`` for one task; called as ``factory(split, **options)`` when the config gives it options."""
 
 
-def _registered(task: str, split: str) -> Any:
+def _registered(task: str, split: str, **options: Any) -> Any:
     from agentrl_envs import make
 
-    return make(task, split=split).unwrapped
+    return make(task, split=split, **options).unwrapped
 
 
-def make_env_factory(overrides: Mapping[str, TaskEnvFactory] | None = None) -> Callable[[str, str], Any]:
-    """A ``(task, split) -> env`` factory: ``overrides`` first, then the registered AgentBench tasks."""
+def make_env_factory(
+    overrides: Mapping[str, TaskEnvFactory] | None = None,
+    env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Callable[[str, str], Any]:
+    """A ``(task, split) -> env`` factory: ``overrides`` first, then the registered AgentBench tasks.
+
+    Args:
+        overrides: ``{task: split -> env}`` for tasks of your own.
+        env_kwargs: ``{task: options}`` passed to the task's environment (``AgentRLConfig.env_kwargs``).
+    """
     table = dict(overrides or {})
+    options_by_task = {task: dict(options) for task, options in (env_kwargs or {}).items()}
 
     def factory(task: str, split: str) -> Any:
+        options = options_by_task.get(task, {})
         if task in table:
-            return table[task](split)
-        return _registered(task, split)
+            return table[task](split, **options)
+        return _registered(task, split, **options)
 
     return factory
 

@@ -47,6 +47,8 @@ def summarize(trainer: Any) -> dict[str, Any]:
         "stale_dropped_groups": trainer.stale_dropped,
         "staleness_histogram": {str(k): v for k, v in sorted(trainer.staleness_histogram.items())},
         "trainer_idle_s": trainer.idle_s,
+        # The first step's share of it: the pipeline filling once, before rollouts could run beside training.
+        "trainer_first_step_idle_s": trainer.first_idle_s,
         "mean_trajectories_per_s": sum(throughput) / len(throughput) if throughput else None,
         "status_counts": dict(producer.status_counts) if producer is not None else {},
     }

@@ -115,7 +115,7 @@ class AgentRLTrainer(GRPOTrainer):
         """
         if not isinstance(args, AgentRLConfig):
             raise TypeError(f"args must be an AgentRLConfig, got {type(args).__name__}.")
-        self.env_factory = make_env_factory(env_factories)
+        self.env_factory = make_env_factory(env_factories, args.env_kwargs)
         self.rows_by_task = {}
         for task in args.tasks:
             count = num_samples(self.env_factory, task, args.task_split)
@@ -143,7 +143,10 @@ class AgentRLTrainer(GRPOTrainer):
         self.staleness_histogram: Counter[int] = Counter()
         self.stale_dropped = 0
         self.idle_s = 0.0
-        self._train_started = 0.0
+        self.first_idle_s = 0.0
+        """The first step's wait: the pipeline filling up once, before any rollout could run beside training."""
+        self.rollouts_started = 0.0
+        """perf_counter() when the engines were up and the producer started (the run's clock for idle fractions)."""
         self._last_tick = (0.0, 0)
         self._step_groups: list[Group] = []
 
@@ -173,6 +176,21 @@ class AgentRLTrainer(GRPOTrainer):
             return self._build_vllm_engines(model, version)
 
         def engine(name: str) -> RolloutEngine:
+            if args.rollout_engine == "hf_process":
+                from agentrl_trainer.rollout.process_engine import ProcessEngine
+
+                return ProcessEngine(
+                    model,
+                    eos_token_id=self._tokenizer.eos_token_id,
+                    pad_token_id=self._tokenizer.pad_token_id,
+                    name=name,
+                    temperature=args.temperature,
+                    max_batch_size=args.engine_max_batch_size,
+                    version=version,
+                    num_threads=args.engine_num_threads,
+                    # Distinct sampling streams per engine, process and resume point.
+                    seed=args.seed + version + 7919 * len(name) + 1_000_003 * self.accelerator.process_index,
+                )
             return HFEngine(
                 model,
                 eos_token_id=self._tokenizer.eos_token_id,
@@ -290,8 +308,8 @@ class AgentRLTrainer(GRPOTrainer):
         )
         # Processes sample different groups; their engines' random streams differ too.
         torch.manual_seed(args.seed + self.state.global_step + 1_000_003 * self.accelerator.process_index)
-        self._train_started = time.perf_counter()
-        self._last_tick = (self._train_started, 0)
+        self.rollouts_started = time.perf_counter()
+        self._last_tick = (self.rollouts_started, 0)
         self.producer.start()
         return self.producer
 
@@ -344,6 +362,7 @@ class AgentRLTrainer(GRPOTrainer):
         if not self.model.training:
             raise NotImplementedError("AgentRLTrainer does not evaluate in-loop; run agentrl-eval on a checkpoint.")
         args: AgentRLConfig = self.args  # type: ignore[assignment]
+        first_step = self.producer is None
         producer = self._ensure_producer()
         version = self.state.global_step
         started = time.perf_counter()
@@ -360,6 +379,8 @@ class AgentRLTrainer(GRPOTrainer):
             producer.discard(len(fetched) - len(kept))
             groups.extend(kept)
         idle = time.perf_counter() - started
+        if first_step:
+            self.first_idle_s = idle
         self.idle_s += idle
         inputs, trajectories = build_inputs(
             groups,
@@ -423,7 +444,7 @@ class AgentRLTrainer(GRPOTrainer):
         values["rollout/groups_per_step"] = float(len(groups))
         values["rollout/queue_depth"] = float(producer.queue_depth)
         values["rollout/trainer_idle_s"] = idle_s
-        values["rollout/trainer_idle_fraction"] = self.idle_s / max(now - self._train_started, 1e-9)
+        values["rollout/trainer_idle_fraction"] = self.idle_s / max(now - self.rollouts_started, 1e-9)
         values["rollout/stale_dropped_total"] = float(self.stale_dropped)
         values["rollout/infra_errors_total"] = float(producer.stats.infra_errors)
         values["rollout/infra_dropped_groups_total"] = float(producer.stats.dropped_groups)

@@ -5,6 +5,9 @@ Episodes call :meth:`HFEngine.agenerate` concurrently; requests that arrive toge
 owns its own copy of the weights, so training can run beside generation; ``update_weights`` swaps them
 between two batches under a lock. Log-probs are computed from the raw logits at the sampling temperature,
 the same quantity TRL's loss computes for the trainer model, so the importance ratio compares like with like.
+
+:class:`BatchingEngine` is the batching part alone; the ``hf_process`` engine
+(:mod:`agentrl_trainer.rollout.process_engine`) shares it and :func:`sample_batch` with :class:`HFEngine`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 import copy
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,7 +24,7 @@ import torch
 
 from agentrl_trainer.types import Generation
 
-__all__ = ["HFEngine"]
+__all__ = ["BatchingEngine", "HFEngine", "sample_batch"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +36,92 @@ class _Request:
     future: asyncio.Future[Generation]
 
 
-class HFEngine:
+class BatchingEngine:
+    """Batches concurrent :meth:`agenerate` calls into one :meth:`_run_batch` call, run in a worker thread.
+
+    Subclasses say how a batch is sampled (in process, or in an engine process) and hold ``version``.
+    """
+
+    def __init__(self, *, name: str, max_batch_size: int, version: int) -> None:
+        """Set up the request queue (the worker starts on the first request)."""
+        self.name = name
+        self.max_batch_size = max_batch_size
+        self._version = version
+        self._queue: asyncio.Queue[_Request] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.generated_tokens = 0
+        self.requests = 0
+        self.batches = 0
+        self.busy_s = 0.0
+        """Seconds spent sampling batches (whether generation keeps up shows in busy_s / wall time)."""
+
+    @property
+    def version(self) -> int:
+        """Policy version of the loaded weights."""
+        return self._version
+
+    def _run_batch(self, prompts: list[tuple[list[int], int]]) -> list[Generation]:
+        """Sample ``(prompt_ids, max_new_tokens)`` requests; runs in a worker thread."""
+        raise NotImplementedError
+
+    async def agenerate(self, prompt_ids: list[int], *, max_new_tokens: int) -> Generation:
+        """Sample one continuation; concurrent calls are batched."""
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}.")
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._loop is not loop:
+            # First request, or a new event loop (the previous loop's worker died with it).
+            self._loop = loop
+            self._queue = asyncio.Queue()
+            self._worker = asyncio.create_task(self._serve(), name=f"hf-engine-{self.name}")
+        future: asyncio.Future[Generation] = loop.create_future()
+        await self._queue.put(_Request(list(prompt_ids), max_new_tokens, future))
+        return await future
+
+    async def aclose(self) -> None:
+        """Stop the batching worker; pending requests are cancelled."""
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+            self._worker = None
+        while self._queue is not None and not self._queue.empty():
+            self._queue.get_nowait().future.cancel()
+        self._queue = None
+
+    async def _serve(self) -> None:
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            await asyncio.sleep(0)  # let episodes that are ready submit too, so they share the batch
+            while not self._queue.empty() and len(batch) < self.max_batch_size:
+                batch.append(self._queue.get_nowait())
+            batch = [r for r in batch if not r.future.cancelled()]
+            if not batch:
+                continue
+            started = time.perf_counter()
+            try:
+                results = await asyncio.to_thread(self._run_batch, [(r.prompt_ids, r.max_new_tokens) for r in batch])
+            except Exception as e:  # engine boundary: fail the waiting episodes, keep serving
+                logger.exception("engine %s: generation failed", self.name)
+                for r in batch:
+                    if not r.future.done():
+                        r.future.set_exception(e)
+                continue
+            finally:
+                self.busy_s += time.perf_counter() - started
+            self.batches += 1
+            self.requests += len(batch)
+            for r, result in zip(batch, results, strict=True):
+                self.generated_tokens += len(result.token_ids)
+                if not r.future.done():
+                    r.future.set_result(result)
+
+
+class HFEngine(BatchingEngine):
     """Rollout engine over a transformers causal LM (see the module docstring)."""
 
     def __init__(
@@ -61,24 +150,13 @@ class HFEngine:
         """
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0 for sampling, got {temperature}.")
-        self.name = name
+        super().__init__(name=name, max_batch_size=max_batch_size, version=version)
         self.model = copy.deepcopy(model) if copy_model else model
         self.model.eval()
         self.eos_token_id = eos_token_id
         self.pad_token_id = pad_token_id
         self.temperature = temperature
-        self.max_batch_size = max_batch_size
-        self._version = version
         self._lock = threading.Lock()
-        self._queue: asyncio.Queue[_Request] | None = None
-        self._worker: asyncio.Task[None] | None = None
-        self.generated_tokens = 0
-        self.batches = 0
-
-    @property
-    def version(self) -> int:
-        """Policy version of the loaded weights."""
-        return self._version
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Copy ``state_dict`` into the engine's model between two generation batches."""
@@ -87,92 +165,74 @@ class HFEngine:
             self._version = version
         logger.debug("engine %s now at policy_version=%d", self.name, version)
 
-    async def agenerate(self, prompt_ids: list[int], *, max_new_tokens: int) -> Generation:
-        """Sample one continuation; concurrent calls are batched."""
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}.")
-        if self._queue is None:
-            self._queue = asyncio.Queue()
-            self._worker = asyncio.create_task(self._serve(), name=f"hf-engine-{self.name}")
-        future: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Request(list(prompt_ids), max_new_tokens, future))
-        return await future
-
-    async def aclose(self) -> None:
-        """Stop the batching worker; pending requests are cancelled."""
-        if self._worker is not None:
-            self._worker.cancel()
-            try:
-                await self._worker
-            except asyncio.CancelledError:
-                pass
-            self._worker = None
-        while self._queue is not None and not self._queue.empty():
-            self._queue.get_nowait().future.cancel()
-        self._queue = None
-
-    async def _serve(self) -> None:
-        assert self._queue is not None
-        while True:
-            batch = [await self._queue.get()]
-            await asyncio.sleep(0)  # let episodes that are ready submit too, so they share the batch
-            while not self._queue.empty() and len(batch) < self.max_batch_size:
-                batch.append(self._queue.get_nowait())
-            batch = [r for r in batch if not r.future.cancelled()]
-            if not batch:
-                continue
-            try:
-                results = await asyncio.to_thread(self._generate_batch, batch)
-            except Exception as e:  # engine boundary: fail the waiting episodes, keep serving
-                logger.exception("engine %s: generation failed", self.name)
-                for r in batch:
-                    if not r.future.done():
-                        r.future.set_exception(e)
-                continue
-            for r, result in zip(batch, results, strict=True):
-                if not r.future.done():
-                    r.future.set_result(result)
-
-    def _generate_batch(self, batch: list[_Request]) -> list[Generation]:
-        width = max(len(r.prompt_ids) for r in batch)
-        input_ids = torch.full((len(batch), width), self.pad_token_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, r in enumerate(batch):
-            input_ids[row, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids)
-            attention_mask[row, width - len(r.prompt_ids) :] = 1
-        max_new = max(r.max_new_tokens for r in batch)
-        with self._lock, torch.no_grad():
-            version = self._version
-            out = self.model.generate(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                do_sample=True,
-                temperature=self.temperature,
-                top_k=0,
-                top_p=1.0,
-                max_new_tokens=max_new,
+    def _run_batch(self, prompts: list[tuple[list[int], int]]) -> list[Generation]:
+        with self._lock:
+            return sample_batch(
+                self.model,
+                prompts,
                 eos_token_id=self.eos_token_id,
                 pad_token_id=self.pad_token_id,
-                output_logits=True,
-                return_dict_in_generate=True,
+                temperature=self.temperature,
+                version=self._version,
+                engine=self.name,
             )
-        new_ids = out.sequences[:, width:]
-        logits = torch.stack(out.logits, dim=1).float() / self.temperature
-        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, new_ids.unsqueeze(-1)).squeeze(-1)
-        self.batches += 1
-        return [self._cut(new_ids[row], logprobs[row], r.max_new_tokens, version) for row, r in enumerate(batch)]
 
-    def _cut(self, ids: torch.Tensor, logprobs: torch.Tensor, limit: int, version: int) -> Generation:
-        tokens = ids[:limit].tolist()
-        finish = "length"
-        if self.eos_token_id in tokens:
-            tokens = tokens[: tokens.index(self.eos_token_id) + 1]
-            finish = "stop"
-        self.generated_tokens += len(tokens)
-        return Generation(
-            token_ids=tuple(tokens),
-            logprobs=tuple(logprobs[: len(tokens)].tolist()),
-            version=version,
-            engine=self.name,
-            finish_reason=finish,
+
+def sample_batch(
+    model: torch.nn.Module,
+    prompts: list[tuple[list[int], int]],
+    *,
+    eos_token_id: int,
+    pad_token_id: int,
+    temperature: float,
+    version: int,
+    engine: str,
+) -> list[Generation]:
+    """Sample every ``(prompt_ids, max_new_tokens)`` in one left-padded ``generate`` call.
+
+    Each continuation stops at its first end-of-turn token or its own token limit; its log-probs are taken
+    from the raw logits at ``temperature`` (what TRL's loss computes for the trainer model).
+    """
+    width = max(len(ids) for ids, _ in prompts)
+    input_ids = torch.full((len(prompts), width), pad_token_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, (ids, _) in enumerate(prompts):
+        input_ids[row, width - len(ids) :] = torch.tensor(ids)
+        attention_mask[row, width - len(ids) :] = 1
+    with torch.no_grad():
+        out = model.generate(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            do_sample=True,
+            temperature=temperature,
+            top_k=0,
+            top_p=1.0,
+            max_new_tokens=max(limit for _, limit in prompts),
+            eos_token_id=eos_token_id,
+            pad_token_id=pad_token_id,
+            output_logits=True,
+            return_dict_in_generate=True,
+            use_cache=True,  # explicit: a training model's config says use_cache=False under gradient checkpointing
         )
+    new_ids = out.sequences[:, width:]
+    logits = torch.stack(out.logits, dim=1).float() / temperature
+    logprobs = torch.log_softmax(logits, dim=-1).gather(-1, new_ids.unsqueeze(-1)).squeeze(-1)
+    return [
+        _cut(new_ids[row], logprobs[row], limit, eos_token_id, version, engine)
+        for row, (_, limit) in enumerate(prompts)
+    ]
+
+
+def _cut(ids: torch.Tensor, logprobs: torch.Tensor, limit: int, eos: int, version: int, engine: str) -> Generation:
+    tokens = ids[:limit].tolist()
+    finish = "length"
+    if eos in tokens:
+        tokens = tokens[: tokens.index(eos) + 1]
+        finish = "stop"
+    return Generation(
+        token_ids=tuple(tokens),
+        logprobs=tuple(logprobs[: len(tokens)].tolist()),
+        version=version,
+        engine=engine,
+        finish_reason=finish,
+    )
