@@ -176,30 +176,21 @@ class AgentRLTrainer(GRPOTrainer):
             return self._build_vllm_engines(model, version)
 
         def engine(name: str) -> RolloutEngine:
+            common: dict[str, Any] = {
+                "eos_token_id": self._tokenizer.eos_token_id,
+                "pad_token_id": self._tokenizer.pad_token_id,
+                "name": name,
+                "temperature": args.temperature,
+                "max_batch_size": args.engine_max_batch_size,
+                "version": version,
+            }
             if args.rollout_engine == "hf_process":
                 from agentrl_trainer.rollout.process_engine import ProcessEngine
 
-                return ProcessEngine(
-                    model,
-                    eos_token_id=self._tokenizer.eos_token_id,
-                    pad_token_id=self._tokenizer.pad_token_id,
-                    name=name,
-                    temperature=args.temperature,
-                    max_batch_size=args.engine_max_batch_size,
-                    version=version,
-                    num_threads=args.engine_num_threads,
-                    # Distinct sampling streams per engine, process and resume point.
-                    seed=args.seed + version + 7919 * len(name) + 1_000_003 * self.accelerator.process_index,
-                )
-            return HFEngine(
-                model,
-                eos_token_id=self._tokenizer.eos_token_id,
-                pad_token_id=self._tokenizer.pad_token_id,
-                name=name,
-                temperature=args.temperature,
-                max_batch_size=args.engine_max_batch_size,
-                version=version,
-            )
+                # Distinct sampling streams per engine, process and resume point.
+                seed = args.seed + version + 7919 * len(name) + 1_000_003 * self.accelerator.process_index
+                return ProcessEngine(model, **common, num_threads=args.engine_num_threads, seed=seed)
+            return HFEngine(model, **common)
 
         lagged = [engine(f"lagged{i}") for i in range(args.num_lagged_engines)] if args.lagged_fraction > 0 else []
         return EngineSampler(
