@@ -63,6 +63,7 @@ def test_concurrent_envs_share_a_bounded_pool_and_play_as_unpooled_ones(make_env
         thread.join()
     assert not errors, errors
     assert 1 <= len(pids) <= POOL_SIZE and pool.children_started <= POOL_SIZE
+    assert not any(child.live for child in pool._children), "a finished episode still holds its game"
     reference = make_env(engine="inline")
     for slot in range(ENVS):
         assert results[slot] == _episode(reference, slot), f"game {slot} played differently in the pool"

@@ -155,6 +155,10 @@ class AlfworldEnv(ToolEnv):
             return Turn(messages=[reply], status=self._finish_reason, reward=1.0, score=1.0, info=info)
         return Turn(messages=[reply], info=info)
 
+    def _finish(self) -> None:
+        if isinstance(self._engine, PooledEngine):  # free the pooled child's engine for other envs' games
+            self._engine.release()
+
     def _turn_info(self, state: EngineState | None = None, **extra: Any) -> dict[str, Any]:
         info: dict[str, Any] = {
             "won": bool(state and state.won),

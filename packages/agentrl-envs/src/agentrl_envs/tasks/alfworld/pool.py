@@ -215,6 +215,10 @@ class PooledEngine:
         finally:
             self.pool._release(child, key)
 
+    def release(self) -> None:
+        """Release the current game once its episode is over, so its child can be recycled without waiting."""
+        self._unbind()
+
     def close(self) -> None:
         """Release the current game (the pool's children stay for other envs)."""
         self._unbind()
