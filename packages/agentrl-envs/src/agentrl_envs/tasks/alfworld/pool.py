@@ -156,7 +156,7 @@ class EnginePool:
         with self._lock:
             child.live.discard(key)
             retire = not child.lost and not child.live and child.games_started >= self.recycle_after
-            if retire:
+            if retire and child in self._children:  # not when close() already took it
                 self._children.remove(child)
         if retire:
             with child.lock:
