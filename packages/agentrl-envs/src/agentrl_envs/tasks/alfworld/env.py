@@ -23,6 +23,7 @@ from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.tasks.alfworld.actions import snap_action
 from agentrl_envs.tasks.alfworld.engine import EngineState, GameEngine
 from agentrl_envs.tasks.alfworld.games import GameStore, split_entries
+from agentrl_envs.tasks.alfworld.pool import PooledEngine, shared_pool
 from agentrl_envs.tasks.alfworld.texts import AlfworldTexts
 from agentrl_envs.tasks.alfworld.workers import EngineProcess
 
@@ -52,6 +53,7 @@ class AlfworldEnv(ToolEnv):
         seed: int = 0,
         engine: Literal["process", "inline"] = "process",
         recycle_after: int = 20,
+        engine_pool_size: int | None = None,
     ) -> None:
         """Load the split's game list; games are generated (and cached) on their first reset.
 
@@ -65,6 +67,9 @@ class AlfworldEnv(ToolEnv):
             engine: ``process`` (the engine runs in a child process replaced every ``recycle_after`` episodes,
                 so memory stays flat) or ``inline`` (in this process; memory grows with the games played).
             recycle_after: Episodes per engine process.
+            engine_pool_size: With ``engine="process"``: share at most this many engine processes between all the
+                envs of this process that ask for the same size (:mod:`.pool`), instead of one per env (``None``,
+                the default). Use it when many envs run at once, as in training.
 
         Raises:
             EnvError: For bad options. DataError: If the split list is missing.
@@ -80,10 +85,16 @@ class AlfworldEnv(ToolEnv):
             raise EnvError(f"Unknown engine {engine!r}; choose 'process' or 'inline'.")
         if recycle_after < 1:
             raise EnvError(f"recycle_after must be at least 1, got {recycle_after}.")
+        if engine_pool_size is not None and (engine != "process" or engine_pool_size < 1):
+            raise EnvError(
+                f"engine_pool_size={engine_pool_size!r} needs engine='process' and a size of at least 1 "
+                "(or leave it unset for one engine process per env)."
+            )
         self.store = GameStore(self.data, seed=seed)
         self.engine_mode = engine
         self.recycle_after = recycle_after
-        self._engine: GameEngine | EngineProcess | None = None
+        self.engine_pool_size = engine_pool_size
+        self._engine: GameEngine | EngineProcess | PooledEngine | None = None
         self._admissible: list[str] = []
         self._outputs: list[str] = []
         self._finish_reason = SampleStatus.COMPLETED
@@ -98,13 +109,15 @@ class AlfworldEnv(ToolEnv):
         return len(self.paths)
 
     def _start(self, index: int) -> list[Message]:
-        if self._engine is None and self.engine_mode == "process":
+        if self._engine is None and self.engine_pool_size is not None:
+            self._engine = shared_pool(self.engine_pool_size, recycle_after=self.recycle_after).engine()
+        elif self._engine is None and self.engine_mode == "process":
             self._engine = EngineProcess(recycle_after=self.recycle_after)
         elif self._engine is None:
             self._engine = GameEngine()
         path = self.paths[index]
         game = self.store.cached(path)
-        if game is None and isinstance(self._engine, EngineProcess):
+        if game is None and isinstance(self._engine, EngineProcess | PooledEngine):
             game = self._engine.generate(str(self.data.path), self.store.seed, path)
         elif game is None:
             game = self.store.game(path)
@@ -141,6 +154,10 @@ class AlfworldEnv(ToolEnv):
         if state.won:
             return Turn(messages=[reply], status=self._finish_reason, reward=1.0, score=1.0, info=info)
         return Turn(messages=[reply], info=info)
+
+    def _finish(self) -> None:
+        if isinstance(self._engine, PooledEngine):  # free the pooled child's engine for other envs' games
+            self._engine.release()
 
     def _turn_info(self, state: EngineState | None = None, **extra: Any) -> dict[str, Any]:
         info: dict[str, Any] = {

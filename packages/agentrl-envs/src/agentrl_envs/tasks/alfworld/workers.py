@@ -23,7 +23,7 @@ from typing import Any
 from agentrl_envs.core.errors import InfraError
 from agentrl_envs.tasks.alfworld.engine import EngineState, set_alfworld_data
 
-__all__ = ["EngineProcess"]
+__all__ = ["ChildLostError", "EngineProcess", "ask_child", "start_child", "stop_child"]
 
 logger = logging.getLogger(__name__)
 
@@ -130,40 +130,67 @@ class EngineProcess:
 
     def _call(self, request: str, argument: Any, *, timeout_s: float | None = None) -> Any:
         assert self._connection is not None
-        timeout_s = timeout_s or self.timeout_s
         try:
-            self._connection.send((request, argument))
-            if not self._connection.poll(timeout_s):
-                raise TimeoutError(f"no answer to {request!r} within {timeout_s} s")
-            status, payload = self._connection.recv()
-        except (OSError, EOFError, TimeoutError) as e:
+            return ask_child(self._connection, request, argument, timeout_s or self.timeout_s)
+        except ChildLostError:
             self._stop()
-            raise InfraError(f"The ALFWorld engine process failed during {request!r}: {e}") from e
-        if status == "error":
-            raise InfraError(f"The ALFWorld engine failed during {request!r}: {payload}")
-        return payload
+            raise
 
     def _start(self) -> None:
-        context = _forkserver()
-        parent, child = context.Pipe()
-        process = context.Process(target=_serve, args=(child,), daemon=True, name="alfworld-engine")
-        process.start()
-        child.close()
-        self._process, self._connection, self._episodes = process, parent, 0
+        self._process, self._connection = start_child(_serve)
+        self._episodes = 0
         self.children_started += 1
 
     def _stop(self) -> None:
         process, connection = self._process, self._connection
         self._process = self._connection = None
-        if connection is not None:
-            try:
-                connection.send(("close", None))
-            except OSError:
-                pass
-            connection.close()
-        if process is not None:
+        stop_child(process, connection)
+
+
+class ChildLostError(InfraError):
+    """The engine child died, hung or closed its pipe: it has been or must be stopped."""
+
+
+def start_child(target: Any) -> tuple[Any, Connection]:
+    """Start ``target(connection)`` in a child forked from the TextWorld forkserver; returns it and our pipe end."""
+    context = _forkserver()
+    parent, child = context.Pipe()
+    process = context.Process(target=target, args=(child,), daemon=True, name="alfworld-engine")
+    process.start()
+    child.close()
+    return process, parent
+
+
+def ask_child(connection: Connection, request: str, argument: Any, timeout_s: float) -> Any:
+    """Send one request and wait for its answer.
+
+    Raises:
+        ChildLostError: If the child did not answer within ``timeout_s`` or its pipe broke (stop the child).
+        InfraError: If the engine raised (the child is fine).
+    """
+    try:
+        connection.send((request, argument))
+        if not connection.poll(timeout_s):
+            raise TimeoutError(f"no answer to {request!r} within {timeout_s} s")
+        status, payload = connection.recv()
+    except (OSError, EOFError, TimeoutError) as e:
+        raise ChildLostError(f"The ALFWorld engine process failed during {request!r}: {e}") from e
+    if status == "error":
+        raise InfraError(f"The ALFWorld engine failed during {request!r}: {payload}")
+    return payload
+
+
+def stop_child(process: Any, connection: Connection | None) -> None:
+    """Ask the child to close, then kill it if it does not stop within seconds."""
+    if connection is not None:
+        try:
+            connection.send(("close", None))
+        except OSError:
+            pass
+        connection.close()
+    if process is not None:
+        process.join(timeout=5)
+        if process.is_alive():
+            logger.warning("ALFWorld engine process %s did not stop; killing it", process.pid)
+            process.kill()
             process.join(timeout=5)
-            if process.is_alive():
-                logger.warning("ALFWorld engine process %s did not stop; killing it", process.pid)
-                process.kill()
-                process.join(timeout=5)
