@@ -25,19 +25,17 @@ import asyncio
 import concurrent.futures
 import itertools
 import logging
-import os
 import threading
-import time
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agentrl_trainer.engines.vllm_engine import default_weights_dir, save_state_dict
+from agentrl_trainer.engines.vllm_engine import StagedWeightUpdates, default_weights_dir
 from agentrl_trainer.engines.vllm_server import VLLMServerConfig, engine_flags
 from agentrl_trainer.types import Generation
 
 if TYPE_CHECKING:
-    import torch
+    pass
 
 __all__ = ["WORKER_EXTENSION", "VLLMColocateEngine", "engine_args"]
 
@@ -69,7 +67,7 @@ def engine_args(config: VLLMServerConfig) -> Any:
     return args
 
 
-class VLLMColocateEngine:
+class VLLMColocateEngine(StagedWeightUpdates):
     """A :class:`~agentrl_trainer.rollout.engine.RolloutEngine` over an in-process ``AsyncLLM`` (module docstring)."""
 
     def __init__(
@@ -216,36 +214,13 @@ class VLLMColocateEngine:
 
     # ----------------------------------------------------------------- weights
 
-    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
-        """Load ``state_dict`` into vLLM's workers (see the module docstring); requests in flight keep going.
-
-        Raises:
-            RuntimeError: If a worker refused the update; the engine keeps its old version.
-        """
-        with self._update_lock:
-            if self._closed:  # the rollout loop has shut down; its error, if any, is the one to report
-                self._version = version
-                return
-            started = time.perf_counter()
-            self.weights_dir.mkdir(parents=True, exist_ok=True)
-            path = self.weights_dir / f"agentrl-{os.getpid()}-{id(self):x}-{self.name}-v{version}.safetensors"
-            try:
-                self.last_update_bytes = save_state_dict(state_dict, path)
-                try:
-                    self._call(
-                        self._llm.collective_rpc(
-                            "agentrl_load_weights", timeout=self.request_timeout_s, args=(str(path),)
-                        ),
-                        timeout=self.request_timeout_s,
-                    )
-                except Exception as e:
-                    raise RuntimeError(f"weight update of vLLM engine {self.name!r} failed: {e}") from e
-                self._call(self._llm.reset_prefix_cache(), timeout=self.request_timeout_s)
-            finally:
-                path.unlink(missing_ok=True)
-            self._version = version
-            self.last_update_s = time.perf_counter() - started
-        logger.debug("engine %s now at policy_version=%d (%.3fs)", self.name, version, self.last_update_s)
+    def _load_weights_file(self, path: Path) -> None:
+        try:
+            rpc = self._llm.collective_rpc("agentrl_load_weights", timeout=self.request_timeout_s, args=(str(path),))
+            self._call(rpc, timeout=self.request_timeout_s)
+        except Exception as e:
+            raise RuntimeError(f"weight update of vLLM engine {self.name!r} failed: {e}") from e
+        self._call(self._llm.reset_prefix_cache(), timeout=self.request_timeout_s)
 
     # ----------------------------------------------------------------- shutdown
 

@@ -39,7 +39,7 @@ from agentrl_trainer.types import Generation
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["VLLMServerEngine", "default_weights_dir", "save_state_dict"]
+__all__ = ["StagedWeightUpdates", "VLLMServerEngine", "default_weights_dir", "save_state_dict"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,51 @@ def save_state_dict(state_dict: Mapping[str, torch.Tensor], path: Path) -> int:
     return path.stat().st_size
 
 
-class VLLMServerEngine:
+class StagedWeightUpdates:
+    """``update_weights`` for both vLLM modes, through a staged safetensors file.
+
+    The engine's workers load the file through the worker extension (:meth:`_load_weights_file`: by HTTP in
+    server mode, through ``AsyncLLM.collective_rpc`` in process).
+    """
+
+    name: str
+    weights_dir: Path
+    last_update_s: float
+    last_update_bytes: int
+    _version: int
+    _update_lock: threading.Lock
+    _closed: bool
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+        """Load ``state_dict`` into vLLM's workers (see the module docstring); requests in flight keep going.
+
+        Raises:
+            RuntimeError: If vLLM refused the update; the engine keeps its old version.
+        """
+        with self._update_lock:
+            if self._closed:
+                # The rollout loop has shut down (it closes its engines), and its error, if any, is the one to
+                # report: an update of a stopped engine would only mask it (e.g. with "connection refused").
+                self._version = version
+                return
+            started = time.perf_counter()
+            self.weights_dir.mkdir(parents=True, exist_ok=True)
+            path = self.weights_dir / f"agentrl-{os.getpid()}-{id(self):x}-{self.name}-v{version}.safetensors"
+            try:
+                self.last_update_bytes = save_state_dict(state_dict, path)
+                self._load_weights_file(path)
+            finally:
+                path.unlink(missing_ok=True)
+            self._version = version
+            self.last_update_s = time.perf_counter() - started
+        logger.debug("engine %s now at policy_version=%d (%.3fs)", self.name, version, self.last_update_s)
+
+    def _load_weights_file(self, path: Path) -> None:
+        """Have every worker load ``path`` and drop the prefix cache (computed with the old weights)."""
+        raise NotImplementedError
+
+
+class VLLMServerEngine(StagedWeightUpdates):
     """A :class:`~agentrl_trainer.rollout.engine.RolloutEngine` backed by one vLLM server (see the module docstring)."""
 
     def __init__(
@@ -202,36 +246,15 @@ class VLLMServerEngine:
 
     # ----------------------------------------------------------------- weights
 
-    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
-        """Load ``state_dict`` into the server (see the module docstring); requests in flight keep going.
-
-        Raises:
-            RuntimeError: If the server refused the update; the engine keeps its old version.
-        """
-        with self._update_lock:
-            if self._closed:
-                # The rollout loop has shut down (it closes its engines), and its error, if any, is the one to
-                # report: an update of a stopped server would only mask it with "connection refused".
-                self._version = version
-                return
-            started = time.perf_counter()
-            self.weights_dir.mkdir(parents=True, exist_ok=True)
-            path = self.weights_dir / f"agentrl-{os.getpid()}-{id(self):x}-{self.name}-v{version}.safetensors"
-            try:
-                self.last_update_bytes = save_state_dict(state_dict, path)
-                with httpx.Client(base_url=self.base_url, timeout=self.request_timeout_s) as client:
-                    rpc = {"method": "agentrl_load_weights", "args": [str(path)], "timeout": self.request_timeout_s}
-                    r = client.post("/collective_rpc", json=rpc)
-                    if r.status_code != 200:
-                        raise RuntimeError(f"weight update on {self.base_url} failed ({r.status_code}): {r.text[:500]}")
-                    r = client.post("/reset_prefix_cache")
-                    if r.status_code != 200:
-                        raise RuntimeError(f"prefix-cache reset on {self.base_url} failed ({r.status_code}): {r.text}")
-            finally:
-                path.unlink(missing_ok=True)
-            self._version = version
-            self.last_update_s = time.perf_counter() - started
-        logger.debug("engine %s now at policy_version=%d (%.3fs)", self.name, version, self.last_update_s)
+    def _load_weights_file(self, path: Path) -> None:
+        with httpx.Client(base_url=self.base_url, timeout=self.request_timeout_s) as client:
+            rpc = {"method": "agentrl_load_weights", "args": [str(path)], "timeout": self.request_timeout_s}
+            r = client.post("/collective_rpc", json=rpc)
+            if r.status_code != 200:
+                raise RuntimeError(f"weight update on {self.base_url} failed ({r.status_code}): {r.text[:500]}")
+            r = client.post("/reset_prefix_cache")
+            if r.status_code != 200:
+                raise RuntimeError(f"prefix-cache reset on {self.base_url} failed ({r.status_code}): {r.text}")
 
     async def aclose(self) -> None:
         """Close the HTTP client, and stop the server when this engine owns it (later updates are no-ops)."""
