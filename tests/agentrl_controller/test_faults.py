@@ -30,6 +30,12 @@ async def test_kill_9_worker_ends_its_sessions_and_it_comes_back() -> None:
         assert out["finish"] is True and out["status"] == "task error" and out["metrics"]["infra_error"] is True
         assert time.monotonic() - killed_at < 2.0
 
+        # A killed worker closes its sockets before its process is gone, so the failed request above may end its
+        # session before the supervisor notices the death; once it has, idle sessions say the worker was lost.
+        lost = 'controller_workers_lost_total{task="victim"} 1.0'
+        deadline = time.monotonic() + 10
+        while lost not in (await client.get("http://testserver/metrics")).text and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
         idle = await client.post("interact", headers={"session_id": str(idle_sid)}, json=message)
         assert idle.status_code == 200
         assert idle.json()["status"] == "task error" and idle.json()["metrics"]["infra_error"] is True

@@ -110,7 +110,7 @@ def run_cli(*argv: str, **env: str) -> subprocess.Popen:
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> None:
-    process = run_cli("--tasks", "toy", "--runs", "50", "--output", str(tmp_path), TOY_ORACLE_DELAY_S="0.02")
+    process = run_cli("--tasks", "toy", "--runs", "500", "--output", str(tmp_path), TOY_ORACLE_DELAY_S="0.02")
     episodes = tmp_path / "episodes.jsonl"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and (not episodes.exists() or episodes.read_text().count("\n") < 3):
@@ -121,7 +121,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> Non
     assert "Interrupted" in err
     results, lines = read_outputs(tmp_path)
     figures = results["tasks"]["toy"]
-    assert 3 <= figures["episodes"] == len(lines) < 250
+    assert 3 <= figures["episodes"] == len(lines) < 2500
     assert figures["success_rate"] == 1.0
 
 
