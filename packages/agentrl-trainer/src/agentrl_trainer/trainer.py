@@ -219,7 +219,10 @@ class AgentRLTrainer(GRPOTrainer):
                 "the gathered adapter. Train LoRA with DDP (accelerate launch --multi_gpu)."
             )
         weights = engine_weights(self.accelerator, self.model_wrapped)
-        return whole_model(model.config, weights).to(self.accelerator.device)
+        # Only the hf engine samples with this model on the trainer's device; vLLM engines stage it to disk and
+        # hf_process copies it to shared CPU memory, so they keep it off the (sharded, hence tight) device.
+        device = self.accelerator.device if self.args.rollout_engine == "hf" else torch.device("cpu")
+        return whole_model(model.config, weights).to(device)
 
     def _build_vllm_engines(self, model: Any, version: int) -> EngineSampler:
         """Start vLLM servers (or colocated engines) loaded with the current weights, staged under output_dir."""
