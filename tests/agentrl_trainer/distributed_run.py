@@ -8,12 +8,16 @@ process's step-``s`` groups (no rollouts: the groups are replayed), and saves it
 Comparing the two is the parity check of ``test_distributed.py``: the same groups and the same total batch must
 give the same parameters, whether one process or several computed the step.
 
+Launched with an FSDP accelerate config (``ACCELERATE_USE_FSDP=true``) on CPU processes, ``record`` trains under
+FSDP2 (see :func:`fsdp_on_cpu` for the one thing the test has to put back).
+
 Usage: ``distributed_run.py {record,replay} MODEL_DIR OUT_DIR``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -68,10 +72,36 @@ class RowsEnv(LengthEnv):
         return SAMPLES
 
 
+def fsdp_on_cpu(trainer: AgentRLTrainer) -> None:
+    """Turn FSDP back on when ``accelerate launch`` asked for it on CPU processes.
+
+    accelerate (1.15) reads its FSDP switch only for accelerator device types (``MULTI_GPU``, ``MULTI_XPU``,
+    ...), so CPU processes (``MULTI_CPU``, gloo) silently train with DDP-style replicas. torch's FSDP2 itself
+    runs on CPU with gloo; putting the distributed type and the plugin (built from the ``FSDP_*`` variables the
+    launcher set, as accelerate would) back before the model is prepared makes the rest of the run, accelerate's
+    ``fully_shard`` wrapping, its ``get_state_dict`` and the Trainer's FSDP paths, the real FSDP2 code.
+    """
+    from accelerate.state import PartialState
+    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+
+    state = trainer.accelerator.state
+    if os.environ.get("ACCELERATE_USE_FSDP") != "true" or state.distributed_type != DistributedType.MULTI_CPU:
+        return
+    # AcceleratorState copies PartialState's fields whenever it is built again, so both are set.
+    PartialState().distributed_type = DistributedType.FSDP
+    state.distributed_type = DistributedType.FSDP
+    state.fsdp_plugin = FullyShardedDataParallelPlugin()
+    trainer.is_fsdp_enabled = True
+
+
 class RecordingTrainer(AgentRLTrainer):
     """Saves the groups each process trains on, step by step."""
 
     groups_dir: Path
+
+    def create_accelerator_and_postprocess(self) -> None:
+        super().create_accelerator_and_postprocess()
+        fsdp_on_cpu(self)
 
     def _record(self, groups: list[Group], trajectories: list[Any], idle_s: float, version: int) -> None:
         super()._record(groups, trajectories, idle_s, version)
@@ -145,12 +175,18 @@ def main(mode: str, model_dir: Path, out: Path) -> None:
         )
         trainer.steps = steps  # type: ignore[attr-defined]
     trainer.train()
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    rank = trainer.accelerator.process_index
-    (out / f"{mode}-rank-{rank}-trainer.sha256").write_text(weights_checksum(model.state_dict()))
+    # The whole model on the main process, gathered when the processes hold shards of it (FSDP).
+    weights = trainer.accelerator.get_state_dict(trainer.model)
     if trainer.accelerator.is_main_process:
-        params = {k: v.detach().clone().contiguous() for k, v in model.named_parameters()}
+        (out / f"{mode}-trainer.sha256").write_text(weights_checksum(weights))
+        names = [name for name, _ in trainer.accelerator.unwrap_model(trainer.model).named_parameters()]
+        params = {name: weights[name].detach().to("cpu").clone().contiguous() for name in names}
         save_file(params, str(out / f"{mode}.safetensors"))
+        layout = {
+            "distributed_type": str(trainer.accelerator.distributed_type),
+            "parameter_type": type(next(trainer.model.parameters())).__name__,  # DTensor: sharded by FSDP2
+        }
+        (out / f"{mode}-layout.json").write_text(json.dumps(layout))
         logs = [e for e in trainer.state.log_history if "loss" in e and "grad_norm" in e]
         curves = {"loss": [e["loss"] for e in logs], "grad_norm": [e["grad_norm"] for e in logs]}
         (out / f"{mode}-curves.json").write_text(json.dumps(curves))

@@ -38,7 +38,14 @@ from trl import GRPOTrainer
 
 from agentrl_trainer.batch import BatchOptions, build_inputs
 from agentrl_trainer.config import AgentRLConfig
-from agentrl_trainer.distributed import all_reduce_sum, broadcast_from_main, shard, weights_checksum
+from agentrl_trainer.distributed import (
+    all_reduce_sum,
+    engine_weights,
+    holds_sharded_weights,
+    shard,
+    weights_checksum,
+    whole_model,
+)
 from agentrl_trainer.envs import TaskEnvFactory, make_env_factory, num_samples
 from agentrl_trainer.metrics import diversity_metrics, staleness_metrics, task_metrics
 from agentrl_trainer.rollout.cross_policy import EngineSampler
@@ -169,7 +176,7 @@ class AgentRLTrainer(GRPOTrainer):
     def build_engines(self) -> EngineSampler:
         """The policy engine and the lagged engines, loaded with the current weights."""
         args: AgentRLConfig = self.args  # type: ignore[assignment]
-        model = self.accelerator.unwrap_model(self.model)
+        model = self._engine_template()
         version = self.state.global_step
 
         if args.rollout_engine == "vllm":
@@ -200,6 +207,22 @@ class AgentRLTrainer(GRPOTrainer):
             lagged_refresh_steps=args.lagged_refresh_steps,
             seed=args.seed,
         )
+
+    def _engine_template(self) -> torch.nn.Module:
+        """The model the engines copy: the trainer's own, or a whole copy when the processes hold shards of it."""
+        model = self.accelerator.unwrap_model(self.model)
+        if not holds_sharded_weights(self.accelerator):
+            return model
+        if is_peft_model(model):
+            raise NotImplementedError(
+                "A LoRA policy (peft_config) with FSDP or DeepSpeed ZeRO-3 is not supported: the engines would need "
+                "the gathered adapter. Train LoRA with DDP (accelerate launch --multi_gpu)."
+            )
+        weights = engine_weights(self.accelerator, self.model_wrapped)
+        # Only the hf engine samples with this model on the trainer's device; vLLM engines stage it to disk and
+        # hf_process copies it to shared CPU memory, so they keep it off the (sharded, hence tight) device.
+        device = self.accelerator.device if self.args.rollout_engine == "hf" else torch.device("cpu")
+        return whole_model(model.config, weights).to(device)
 
     def _build_vllm_engines(self, model: Any, version: int) -> EngineSampler:
         """Start vLLM servers (or colocated engines) loaded with the current weights, staged under output_dir."""
@@ -311,10 +334,8 @@ class AgentRLTrainer(GRPOTrainer):
     def _sync_weights(self, version: int) -> None:
         if self.sampler is None:
             return
-        state_dict = self.accelerator.unwrap_model(self.model).state_dict()
-        if self.accelerator.num_processes > 1:
-            # Every process's engines get the main process's weights, bit for bit.
-            state_dict = broadcast_from_main(state_dict)
+        # Every process's engines get the main process's weights, whole and bit for bit.
+        state_dict = engine_weights(self.accelerator, self.model_wrapped)
         self.sampler.update_weights(state_dict, version)
         if self.args.distributed_log:
             self._log_rank_step(version, state_dict)
