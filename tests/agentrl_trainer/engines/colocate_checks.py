@@ -245,18 +245,18 @@ def train_scenario(model_dir: str, output_dir: str, *, lora: bool = False) -> di
         extra = {
             "engine_types": sorted({type(e).__name__ for e in [policy, *lagged]}),
             "shared_vllm_engines": len(
-                {id(e.pool.engine) for e in [policy, *lagged] if isinstance(e, LoRAVersionEngine)}
+                {id(e.pool.host) for e in [policy, *lagged] if isinstance(e, LoRAVersionEngine)}
             ),
             "lagged_versions": [e.version for e in lagged],
             "loaded_after_run": policy.pool.loaded_versions,
-            "vllm_closed": policy.pool.engine.closed,
+            "vllm_closed": policy.pool.host.closed,
             "lagged_turn_fraction": [e["rollout/lagged_turn_fraction"] for e in logs],
             "adapter_changed": any(
                 not torch.equal(v, trainer.model.state_dict()[k]) for k, v in adapter_before.items()
             ),
             "adapter_tensors": len(adapter_before),
         }
-        policy_closed = policy.pool.engine.closed
+        policy_closed = policy.pool.host.closed
     else:
         policy_closed = policy._closed
     return {

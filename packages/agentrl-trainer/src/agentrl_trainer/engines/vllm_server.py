@@ -4,7 +4,8 @@ The server runs in vLLM's own interpreter: ``AGENTRL_VLLM_PYTHON`` if set, else 
 import ``vllm`` (a GPU machine with ``pip install vllm``), else the CPU virtualenv that
 ``scripts/vllm_cpu_env.sh`` builds under the cache dir. It is started with the dev-mode endpoints on
 (``collective_rpc``, ``reset_prefix_cache``) and this package's worker extension, which is how new weights
-get in (see :mod:`agentrl_trainer.engines.vllm_worker_ext`).
+get in (see :mod:`agentrl_trainer.engines.vllm_worker_ext`); with ``--enable-lora`` also with runtime LoRA
+loading on, which is how a LoRA policy's adapters get in (see :mod:`agentrl_trainer.engines.vllm_lora`).
 """
 
 from __future__ import annotations
@@ -155,6 +156,9 @@ class VLLMServer:
         env = dict(os.environ)
         env["VLLM_SERVER_DEV_MODE"] = "1"  # collective_rpc and reset_prefix_cache, for weight updates
         env["VLLM_CPU_KVCACHE_SPACE"] = str(self.config.kv_cache_gib)
+        if "--enable-lora" in self.config.extra_args:
+            # /v1/load_lora_adapter and /v1/unload_lora_adapter: how LoRA policies push each version's adapter.
+            env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_EXTENSION_DIR), env.get("PYTHONPATH", "")) if p)
         env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
         # The workspace venv's variables must not leak into vLLM's interpreter.
