@@ -285,6 +285,10 @@ class VLLMServerEngine(StagedWeightUpdates):
     def remove_lora(self, name: str) -> None:
         """Unload the adapter loaded as ``name`` (``POST /v1/unload_lora_adapter``).
 
+        In vLLM 0.32 this drops the name from the server (no request can name it any more); the weights leave
+        the engine's adapter cache (``--max-cpu-loras``, default ``--max-loras``) as newer adapters push them
+        out, least recently used first, so memory stays bounded.
+
         Raises:
             RuntimeError: If the server refused (e.g. no such adapter).
         """
