@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import torch
 
-from agentrl_trainer.engines import EngineRouter
+from agentrl_trainer.engines import EngineRouter, VLLMServer, VLLMServerConfig
 from agentrl_trainer.engines.factory import one_engine
-from agentrl_trainer.engines.vllm_lora import LoRAVersions, adapter_tensors
+from agentrl_trainer.engines.vllm_lora import LoRAVersions, adapter_tensors, lora_flags
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.types import Generation
 
@@ -180,3 +180,12 @@ def test_closing_every_engine_closes_each_host_once_and_deletes_the_adapters(tmp
     assert all(h.loaded == {} for h in hosts)  # every adapter was unloaded before the host went
     policy.update_weights(_lora_state(3), 3)  # after shutdown an update is a no-op, not an error
     assert all(h.loads == [0] for h in hosts)
+
+
+def test_lora_hosts_get_flags_sized_for_their_engines_and_runtime_loading() -> None:
+    flags = lora_flags(rank=12, num_engines=3)
+    assert flags == ["--enable-lora", "--max-lora-rank", "16", "--max-loras", "4"]  # one spare for finishing requests
+    lora = VLLMServer(VLLMServerConfig(model="m", extra_args=flags)).environment({"VIRTUAL_ENV": "/x"})
+    assert lora["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True" and "VIRTUAL_ENV" not in lora
+    plain = VLLMServer(VLLMServerConfig(model="m")).environment({})
+    assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in plain and plain["VLLM_SERVER_DEV_MODE"] == "1"
