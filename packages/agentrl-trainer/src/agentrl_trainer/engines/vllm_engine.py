@@ -301,11 +301,9 @@ class VLLMServerEngine(StagedWeightUpdates):
         except httpx.HTTPError as e:
             raise RuntimeError(f"{what} on {self.base_url} failed: {e!r}") from e
         if r.status_code != 200:
-            hint = (
-                " (was the server started with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True?)"
-                if r.status_code == 404
-                else ""
-            )
+            # FastAPI's answer for a route the server does not have (vLLM's own 404s name the adapter).
+            no_route = r.status_code == 404 and r.text.replace(" ", "") == '{"detail":"NotFound"}'
+            hint = " (serve with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)" if no_route else ""
             raise RuntimeError(f"{what} on {self.base_url} failed ({r.status_code}): {r.text[:500]}{hint}")
 
     async def aclose(self) -> None:
