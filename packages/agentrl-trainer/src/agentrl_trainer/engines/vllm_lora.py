@@ -323,19 +323,23 @@ class LoRAVersions:
             if self._closed:
                 shutil.rmtree(adapter.path, ignore_errors=True)
                 return
-            future = self._remover.submit(self.host.remove_lora, adapter.handle)
+            future = self._remover.submit(self._remove, version, adapter)
             self._removals.add(future)
+        future.add_done_callback(self._removed)
 
-        def removed(done: concurrent.futures.Future[Any]) -> None:
-            if done.exception() is not None:  # e.g. a dead server: its adapters went with it
-                logger.warning(
-                    "removing LoRA adapter v%d from %s failed: %s", version, self.host.name, done.exception()
-                )
+    def _remove(self, version: int, adapter: _Adapter) -> None:
+        # The files go only after vLLM let go of the adapter, and before the future completes, so that
+        # wait_for_removals means both are done (a done callback may run after waiters wake up).
+        try:
+            self.host.remove_lora(adapter.handle)
+        except Exception as e:  # e.g. a dead server: its adapters went with it
+            logger.warning("removing LoRA adapter v%d from %s failed: %s", version, self.host.name, e)
+        finally:
             shutil.rmtree(adapter.path, ignore_errors=True)
-            with self._lock:
-                self._removals.discard(done)
 
-        future.add_done_callback(removed)
+    def _removed(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._removals.discard(future)
 
     def wait_for_removals(self, timeout_s: float = 60.0) -> None:
         """Wait until vLLM has removed the adapters released so far."""
