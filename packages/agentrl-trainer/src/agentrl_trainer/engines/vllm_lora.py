@@ -1,19 +1,33 @@
-"""Policy and lagged engines as versioned LoRA adapters on one colocated vLLM engine (for LoRA-trained policies).
+"""Policy and lagged engines as versioned LoRA adapters on shared vLLM engines (for LoRA-trained policies).
 
 When the policy is trained with LoRA (peft), the base weights never change and a policy version is just an
-adapter. So instead of one vLLM engine per lagged engine, :class:`LoRAVersions` keeps **one** vLLM engine
-(``--enable-lora``) and loads each version's adapter once, as a ``LoRARequest`` with its own integer id; every
-:class:`LoRAVersionEngine` (``policy``, ``lagged0``, ...) is a :class:`~agentrl_trainer.rollout.engine.RolloutEngine`
-that sends its requests with the adapter of *its* version. The policy engine moves to a new adapter after every
-optimizer step; a lagged engine stays on its old one until its refresh, when it moves to the adapter the policy
-already loaded (nothing is loaded twice). An adapter is removed from vLLM when no engine and no request in flight
-uses it any more, so at most ``1 + num_lagged_engines`` adapters (plus those still finishing requests) are loaded:
-size ``--max-loras`` for that.
+adapter. So instead of one vLLM engine per lagged engine, :class:`LoRAVersions` keeps **one** vLLM engine (its
+*host*, started with ``--enable-lora``) and loads each version's adapter once, under a name and integer id of its
+own; every :class:`LoRAVersionEngine` (``policy``, ``lagged0``, ...) is a
+:class:`~agentrl_trainer.rollout.engine.RolloutEngine` that sends its requests with the adapter of *its* version.
+The policy engine moves to a new adapter after every optimizer step; a lagged engine stays on its old one until
+its refresh, when it moves to the adapter the policy already loaded (nothing is loaded twice). An adapter is
+removed from vLLM when no engine and no request in flight uses it any more, so at most ``1 + num_lagged_engines``
+adapters (plus those still finishing requests) are loaded: size ``--max-loras`` for that.
+
+The host is either mode's engine, behind the small :class:`LoRAHost` interface:
+
+- colocate mode: a :class:`~agentrl_trainer.engines.vllm_colocate.VLLMColocateEngine` (``AsyncLLM.add_lora`` with
+  a ``LoRARequest``, requests carry the ``LoRARequest``);
+- server mode: a :class:`~agentrl_trainer.engines.vllm_engine.VLLMServerEngine` (``POST /v1/load_lora_adapter``
+  and ``/v1/unload_lora_adapter`` with ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``; requests name the adapter in
+  their ``model`` field).
+
+With several replicas (:func:`vllm_lora_engines` with ``replicas > 1`` or several server URLs) every replica has
+its own :class:`LoRAVersions`, and each engine name is an :class:`~agentrl_trainer.engines.router.EngineRouter`
+over that name's engines on every replica: the router pushes a version to all live replicas before it reports
+the new version, marks a replica that fails the load dead (counted), and retries that replica's episodes
+elsewhere, exactly as for full-weight replicas.
 
 Weight updates take the trainer's state dict as usual; only its LoRA tensors (``...lora_A.<adapter>.weight``,
 ``...lora_B.<adapter>.weight``) are written, in peft's adapter layout (``adapter_model.safetensors`` and
-``adapter_config.json``) under the engine's weights directory, and vLLM loads the directory with ``add_lora``.
-An update costs the adapter's size, not the model's.
+``adapter_config.json``) under the host's weights directory (which a server must see: same host or a shared
+mount), and the host loads the directory. An update costs the adapter's size, not the model's.
 """
 
 from __future__ import annotations
@@ -23,6 +37,7 @@ import concurrent.futures
 import enum
 import itertools
 import json
+import logging
 import os
 import re
 import shutil
@@ -30,16 +45,26 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agentrl_trainer.engines.vllm_colocate import VLLMColocateEngine
 from agentrl_trainer.engines.vllm_server import VLLMServerConfig
+from agentrl_trainer.rollout.engine import RolloutEngine
 from agentrl_trainer.types import Generation
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["LoRAVersionEngine", "LoRAVersions", "adapter_tensors", "lora_rank_flag", "vllm_lora_engines"]
+__all__ = [
+    "LoRAHost",
+    "LoRAVersionEngine",
+    "LoRAVersions",
+    "adapter_tensors",
+    "lora_flags",
+    "lora_rank_flag",
+    "vllm_lora_engines",
+]
+
+logger = logging.getLogger(__name__)
 
 # peft's names: <module>.lora_A.<adapter>.weight in a PeftModel's state dict, <module>.lora_A.weight once saved.
 _LORA_KEY = re.compile(r"^(?P<module>.+)\.(?P<ab>lora_[AB])(?:\.(?P<adapter>[^.]+))?\.weight$")
@@ -77,6 +102,12 @@ def lora_rank_flag(rank: int) -> int:
     raise ValueError(f"vLLM serves LoRA ranks up to 512, the adapter has rank {rank}.")
 
 
+def lora_flags(rank: int, num_engines: int) -> list[str]:
+    """The vLLM flags of a host for ``num_engines`` LoRA-versioned engines of rank ``rank``."""
+    # One adapter per engine, plus room for one still finishing requests while the policy moves on.
+    return ["--enable-lora", "--max-lora-rank", str(lora_rank_flag(rank)), "--max-loras", str(num_engines + 1)]
+
+
 def vllm_lora_engines(
     model: Any,
     tokenizer: Any,
@@ -87,31 +118,81 @@ def vllm_lora_engines(
     temperature: float,
     version: int,
     num_lagged: int,
-) -> tuple[LoRAVersionEngine, list[LoRAVersionEngine]]:
-    """The policy and ``num_lagged`` lagged engines of a peft LoRA ``model``, as adapters on one colocated engine.
+    mode: str = "colocate",
+    replicas: int = 1,
+    server_urls: list[str] | None = None,
+) -> tuple[RolloutEngine, list[RolloutEngine]]:
+    """The policy and ``num_lagged`` lagged engines of a peft LoRA ``model``, as adapters on shared vLLM engines.
 
-    The base model (the peft model without its adapter) is staged to ``staging_dir`` and loaded by one vLLM
-    engine with LoRA on; every engine starts at ``version`` with the model's current adapter.
+    The base model (the peft model without its adapter) is staged to ``staging_dir`` and loaded by ``replicas``
+    vLLM engines with LoRA on (servers, or colocated engines with ``mode="colocate"``); with ``server_urls`` the
+    servers someone else started are used instead, and they must serve the same base model with the flags of
+    :func:`lora_flags` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``. Every engine starts at ``version`` with the
+    model's current adapter; with several replicas each engine is a router over them.
+
+    Raises:
+        RuntimeError: If a vLLM engine does not start or refuses the first adapter; what was started is stopped.
     """
     import copy
 
-    from agentrl_trainer.engines.factory import stage_model
+    from agentrl_trainer.engines.factory import one_engine, stage_model, vllm_replicas
 
     adapter_name = getattr(model, "active_adapter", "default")
     adapter_config = model.peft_config[adapter_name]
-    base = copy.deepcopy(model).unload()  # the frozen base weights, without the LoRA layers
-    stage_model(base, tokenizer, staging_dir)
-    del base
-    flags = ["--enable-lora", "--max-lora-rank", str(lora_rank_flag(int(adapter_config.r)))]
-    # One adapter per engine, plus room for one still finishing requests while the policy moves on.
-    flags += ["--max-loras", str(num_lagged + 2)]
+    if not server_urls:
+        base = copy.deepcopy(model).unload()  # the frozen base weights, without the LoRA layers
+        stage_model(base, tokenizer, staging_dir)
+        del base
+    flags = lora_flags(int(adapter_config.r), 1 + num_lagged)
     config = replace(server, model=str(staging_dir), extra_args=[*server.extra_args, *flags])
-    engine = VLLMColocateEngine(config, eos_token_id=eos_token_id, name="vllm-lora", temperature=temperature)
-    pool = LoRAVersions(engine, adapter_config.to_dict(), adapter_name=adapter_name)
+    hosts = vllm_replicas(
+        "vllm-lora",
+        server=config,
+        eos_token_id=eos_token_id,
+        temperature=temperature,
+        version=version,
+        replicas=replicas,
+        server_urls=server_urls,
+        mode=mode,
+    )
+    pools = [LoRAVersions(host, adapter_config.to_dict(), adapter_name=adapter_name) for host in hosts]
     state_dict = model.state_dict()
-    policy = pool.engine_for("policy", state_dict, version)
-    lagged = [pool.engine_for(f"lagged{i}", state_dict, version) for i in range(num_lagged)]
+    try:
+        policy = one_engine([pool.engine_for("policy", state_dict, version) for pool in pools], "policy")
+        lagged = [
+            one_engine([pool.engine_for(f"lagged{i}", state_dict, version) for pool in pools], f"lagged{i}")
+            for i in range(num_lagged)
+        ]
+    except BaseException:
+        for pool in pools:
+            pool.close()
+        raise
     return policy, lagged
+
+
+class LoRAHost(Protocol):
+    """A vLLM engine that serves adapters: ``VLLMColocateEngine`` or ``VLLMServerEngine`` (module docstring)."""
+
+    name: str
+    weights_dir: Path
+
+    def add_lora(self, name: str, lora_id: int, path: Path) -> Any:
+        """Load the peft adapter directory ``path``; returns the handle requests and :meth:`remove_lora` take."""
+        ...
+
+    def remove_lora(self, handle: Any) -> None:
+        """Unload an adapter :meth:`add_lora` loaded."""
+        ...
+
+    async def generate_as(
+        self, prompt_ids: list[int], *, max_new_tokens: int, name: str, version: int, lora: Any = None
+    ) -> Generation:
+        """Sample with adapter ``lora``, the generation tagged with engine ``name`` and ``version``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Shut the engine down (a server this process started is stopped)."""
+        ...
 
 
 def _json_default(value: Any) -> Any:
@@ -124,50 +205,60 @@ def _json_default(value: Any) -> Any:
 
 @dataclass
 class _Adapter:
-    request: Any  # vllm.lora.request.LoRARequest
+    handle: Any  # what the host's add_lora returned: a LoRARequest (colocate) or the adapter's name (server)
     path: Path
     refs: int
 
 
 class LoRAVersions:
-    """One colocated vLLM engine serving a policy's LoRA adapters by version (see the module docstring)."""
+    """One vLLM engine serving a policy's LoRA adapters by version (see the module docstring)."""
 
-    def __init__(
-        self, engine: VLLMColocateEngine, adapter_config: Mapping[str, Any], *, adapter_name: str = "default"
-    ) -> None:
-        """Serve adapters on ``engine``, which must have been started with ``--enable-lora``.
+    def __init__(self, host: LoRAHost, adapter_config: Mapping[str, Any], *, adapter_name: str = "default") -> None:
+        """Serve adapters on ``host``, which must have been started with LoRA on (:func:`lora_flags`).
 
         Args:
-            engine: The vLLM engine holding the frozen base model.
+            host: The vLLM engine holding the frozen base model (colocated, or a server's engine).
             adapter_config: The adapter's peft config as a dict (``peft_model.peft_config[name].to_dict()``).
             adapter_name: Which peft adapter of the state dicts to serve.
         """
-        self.engine = engine
+        self.host = host
         self.adapter_config = json.loads(json.dumps(dict(adapter_config), default=_json_default))
         self.adapter_name = adapter_name
-        self.directory = engine.weights_dir / f"agentrl-lora-{os.getpid()}-{id(self):x}"
-        self._lock = threading.Lock()
+        self.directory = host.weights_dir / f"agentrl-lora-{os.getpid()}-{id(self):x}"
+        self._lock = threading.Lock()  # the adapter table; held briefly (the rollout loop takes it per request)
+        self._load_lock = threading.Lock()  # one load at a time, outside _lock: a server load is an HTTP call
         self._adapters: dict[int, _Adapter] = {}
         self._ids = itertools.count(1)  # vLLM wants ids >= 1; never reused, so a removed id is never ambiguous
         self._open_engines = 0
+        self._closed = False
+        # Removals run here, not on the caller's thread: release runs on the rollout loop after each request.
+        self._remover = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lora-remove")
         self._removals: set[concurrent.futures.Future[Any]] = set()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the pool (and its host) has been shut down."""
+        return self._closed
 
     def engine_for(self, name: str, state_dict: Mapping[str, torch.Tensor], version: int) -> LoRAVersionEngine:
         """A rollout engine named ``name`` starting at ``version`` (its adapter taken from ``state_dict``).
 
-        When every engine made here is closed, the vLLM engine is shut down too.
+        When every engine made here is closed, the host is shut down too.
+
+        Raises:
+            RuntimeError: If the host refused the adapter.
         """
         engine = LoRAVersionEngine(self, name, state_dict, version)
         with self._lock:
             self._open_engines += 1
         return engine
 
-    def _engine_closed(self) -> None:
+    async def _engine_closed(self) -> None:
         with self._lock:
             self._open_engines -= 1
             last = self._open_engines == 0
         if last:
-            self.close()
+            await self.aclose()
 
     @property
     def loaded_versions(self) -> list[int]:
@@ -175,40 +266,51 @@ class LoRAVersions:
         with self._lock:
             return sorted(self._adapters)
 
+    def _take(self, version: int) -> Any | None:
+        with self._lock:
+            adapter = self._adapters.get(version)
+            if adapter is None:
+                return None
+            adapter.refs += 1
+            return adapter.handle
+
     def acquire(self, version: int, state_dict: Mapping[str, torch.Tensor] | None = None) -> Any:
         """Take a reference on ``version``'s adapter, loading it from ``state_dict`` if it is not loaded yet.
 
         Raises:
             KeyError: If the version is not loaded and no state dict is given.
-            RuntimeError: If vLLM refused the adapter.
+            RuntimeError: If the host refused the adapter.
         """
-        with self._lock:
-            adapter = self._adapters.get(version)
-            if adapter is not None:
-                adapter.refs += 1
-                return adapter.request
-            if state_dict is None:
-                raise KeyError(f"LoRA adapter of version {version} is not loaded.")
+        handle = self._take(version)
+        if handle is not None:
+            return handle
+        if state_dict is None:
+            raise KeyError(f"LoRA adapter of version {version} is not loaded.")
+        with self._load_lock:
+            handle = self._take(version)  # loaded by another thread meanwhile
+            if handle is not None:
+                return handle
             adapter = self._load(version, state_dict)
-            self._adapters[version] = adapter
-            return adapter.request
+            with self._lock:
+                self._adapters[version] = adapter
+            return adapter.handle
 
     def _load(self, version: int, state_dict: Mapping[str, torch.Tensor]) -> _Adapter:
         from safetensors.torch import save_file
-        from vllm.lora.request import LoRARequest
 
         lora_id = next(self._ids)
         path = self.directory / f"v{version}-id{lora_id}"
         path.mkdir(parents=True, exist_ok=True)
         save_file(adapter_tensors(state_dict, self.adapter_name), str(path / "adapter_model.safetensors"))
         (path / "adapter_config.json").write_text(json.dumps(self.adapter_config))
-        request = LoRARequest(f"v{version}", lora_id, str(path))
+        # Unique across trainers sharing a server (vllm_server_urls): the directory name has the pid and pool id.
+        name = f"{self.directory.name}-v{version}-id{lora_id}"
         try:
-            self.engine.call("add_lora", request)
+            handle = self.host.add_lora(name, lora_id, path)
         except BaseException:
             shutil.rmtree(path, ignore_errors=True)
             raise
-        return _Adapter(request=request, path=path, refs=1)
+        return _Adapter(handle=handle, path=path, refs=1)
 
     def release(self, version: int) -> None:
         """Drop a reference on ``version``'s adapter; the last one removes it from vLLM (without waiting)."""
@@ -218,20 +320,26 @@ class LoRAVersions:
             if adapter.refs > 0:
                 return
             del self._adapters[version]
-        if self.engine.closed:
-            shutil.rmtree(adapter.path, ignore_errors=True)
-            return
-        # Not waited for: release runs on the rollout loop after each request, and must not block it.
-        future = self.engine.submit("remove_lora", adapter.request.lora_int_id)
-        with self._lock:
+            if self._closed:
+                shutil.rmtree(adapter.path, ignore_errors=True)
+                return
+            future = self._remover.submit(self._remove, version, adapter)
             self._removals.add(future)
+        future.add_done_callback(self._removed)
 
-        def removed(done: concurrent.futures.Future[Any]) -> None:
+    def _remove(self, version: int, adapter: _Adapter) -> None:
+        # The files go only after vLLM let go of the adapter, and before the future completes, so that
+        # wait_for_removals means both are done (a done callback may run after waiters wake up).
+        try:
+            self.host.remove_lora(adapter.handle)
+        except Exception as e:  # e.g. a dead server: its adapters went with it
+            logger.warning("removing LoRA adapter v%d from %s failed: %s", version, self.host.name, e)
+        finally:
             shutil.rmtree(adapter.path, ignore_errors=True)
-            with self._lock:
-                self._removals.discard(done)
 
-        future.add_done_callback(removed)
+    def _removed(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._removals.discard(future)
 
     def wait_for_removals(self, timeout_s: float = 60.0) -> None:
         """Wait until vLLM has removed the adapters released so far."""
@@ -239,11 +347,22 @@ class LoRAVersions:
             removals = list(self._removals)
         concurrent.futures.wait(removals, timeout=timeout_s)
 
+    async def aclose(self) -> None:
+        """Shut the host down (after the adapter removals under way) and delete the adapter files."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        await asyncio.to_thread(self.wait_for_removals)
+        self._remover.shutdown(wait=False)
+        try:
+            await self.host.aclose()
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
     def close(self) -> None:
-        """Shut the vLLM engine down (after the adapter removals under way) and delete the adapter files."""
-        self.wait_for_removals()
-        self.engine.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        """:meth:`aclose` for callers without an event loop (e.g. after a failed start)."""
+        asyncio.run(self.aclose())
 
 
 class LoRAVersionEngine:
@@ -269,10 +388,10 @@ class LoRAVersionEngine:
         """Sample with this engine's current adapter; the adapter stays loaded until the request ends."""
         with self._lock:
             version = self._version
-            request = self.pool.acquire(version)
+            handle = self.pool.acquire(version)
         try:
-            generation = await self.pool.engine.generate_as(
-                prompt_ids, max_new_tokens=max_new_tokens, name=self.name, version=version, lora_request=request
+            generation = await self.pool.host.generate_as(
+                prompt_ids, max_new_tokens=max_new_tokens, name=self.name, version=version, lora=handle
             )
         finally:
             self.pool.release(version)
@@ -281,22 +400,31 @@ class LoRAVersionEngine:
         return generation
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
-        """Move to ``version``'s adapter (loading it once for all engines); requests in flight keep theirs."""
+        """Move to ``version``'s adapter (loading it once for all engines); requests in flight keep theirs.
+
+        Raises:
+            RuntimeError: If the host refused the adapter; the engine keeps its old version.
+        """
         with self._lock:
             if version == self._version:
                 return
-            if self._released or self.pool.engine.closed:  # the rollout loop has shut down: nothing samples now
+            if self._released or self.pool.closed:  # the rollout loop has shut down: nothing samples now
                 self._version = version
                 return
-            self.pool.acquire(version, state_dict)
+        # Not under self._lock: a load can take a server round trip, and agenerate takes the lock per request.
+        self.pool.acquire(version, state_dict)
+        with self._lock:
             old, self._version = self._version, version
+            if self._released:  # closed meanwhile: aclose released the old adapter, so drop the new one
+                old = version
         self.pool.release(old)
 
     async def aclose(self) -> None:
-        """Release this engine's adapter; the vLLM engine itself is closed by :meth:`LoRAVersions.close`."""
+        """Release this engine's adapter; the last engine of a pool shuts the pool's host down."""
         with self._lock:
             if self._released:
                 return
             self._released = True
-        await asyncio.to_thread(self.pool.release, self._version)
-        await asyncio.to_thread(self.pool._engine_closed)
+            version = self._version
+        await asyncio.to_thread(self.pool.release, version)
+        await self.pool._engine_closed()

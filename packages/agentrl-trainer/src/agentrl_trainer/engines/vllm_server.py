@@ -4,7 +4,8 @@ The server runs in vLLM's own interpreter: ``AGENTRL_VLLM_PYTHON`` if set, else 
 import ``vllm`` (a GPU machine with ``pip install vllm``), else the CPU virtualenv that
 ``scripts/vllm_cpu_env.sh`` builds under the cache dir. It is started with the dev-mode endpoints on
 (``collective_rpc``, ``reset_prefix_cache``) and this package's worker extension, which is how new weights
-get in (see :mod:`agentrl_trainer.engines.vllm_worker_ext`).
+get in (see :mod:`agentrl_trainer.engines.vllm_worker_ext`); with ``--enable-lora`` also with runtime LoRA
+loading on, which is how a LoRA policy's adapters get in (see :mod:`agentrl_trainer.engines.vllm_lora`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,6 +143,20 @@ class VLLMServer:
         engine = engine_flags(c, worker_extension="vllm_worker_ext.WeightSyncExtension")
         return [python, "-m", "vllm.entrypoints.openai.api_server", *server_flags, *engine]
 
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The server's environment: ``base`` (this process's) with what the engine needs from vLLM."""
+        env = dict(base)
+        env["VLLM_SERVER_DEV_MODE"] = "1"  # collective_rpc and reset_prefix_cache, for weight updates
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(self.config.kv_cache_gib)
+        if "--enable-lora" in self.config.extra_args:
+            # /v1/load_lora_adapter and /v1/unload_lora_adapter: how LoRA policies push each version's adapter.
+            env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_EXTENSION_DIR), env.get("PYTHONPATH", "")) if p)
+        env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        # The workspace venv's variables must not leak into vLLM's interpreter.
+        env.pop("VIRTUAL_ENV", None)
+        return env
+
     def start(self) -> VLLMServer:
         """Launch the server and wait until it answers ``/health``.
 
@@ -152,13 +168,7 @@ class VLLMServer:
         if self.healthy():
             raise RuntimeError(f"Port {self.port} already serves something; stop it or choose another port.")
         python = vllm_python()
-        env = dict(os.environ)
-        env["VLLM_SERVER_DEV_MODE"] = "1"  # collective_rpc and reset_prefix_cache, for weight updates
-        env["VLLM_CPU_KVCACHE_SPACE"] = str(self.config.kv_cache_gib)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_EXTENSION_DIR), env.get("PYTHONPATH", "")) if p)
-        env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-        # The workspace venv's variables must not leak into vLLM's interpreter.
-        env.pop("VIRTUAL_ENV", None)
+        env = self.environment(os.environ)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
         logger.info("starting vLLM server on port %d (log: %s)", self.port, self.log_path)
