@@ -106,11 +106,14 @@ def run_cli(*argv: str, **env: str) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a test run started in the background (`make test &`) ignores SIGINT, and its
+        # children would inherit that, so Ctrl-C would never reach the CLI.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> None:
-    process = run_cli("--tasks", "toy", "--runs", "500", "--output", str(tmp_path), TOY_ORACLE_DELAY_S="0.02")
+    process = run_cli("--tasks", "toy", "--runs", "50", "--output", str(tmp_path), TOY_ORACLE_DELAY_S="0.02")
     episodes = tmp_path / "episodes.jsonl"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and (not episodes.exists() or episodes.read_text().count("\n") < 3):
@@ -121,7 +124,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> Non
     assert "Interrupted" in err
     results, lines = read_outputs(tmp_path)
     figures = results["tasks"]["toy"]
-    assert 3 <= figures["episodes"] == len(lines) < 2500
+    assert 3 <= figures["episodes"] == len(lines) < 250
     assert figures["success_rate"] == 1.0
 
 
