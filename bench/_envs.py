@@ -2,7 +2,9 @@
 
 ``talk``: two turns; the second answer's length (up to 20 characters) is the reward, so a random tiny model
 already gets a spread of rewards within a group. ``LatencyEnv`` adds a heavy-tailed (Pareto) delay to every
-step, standing in for the tool calls, SQL queries and web pages of the real tasks.
+step, standing in for the tool calls, SQL queries and web pages of the real tasks. ``TalkEnv.observation``
+is appended to the first turn's answer: set it (e.g. to :func:`table_text`) to give the environment's message
+the length of a real task's observation (a table, a web page, a command's output).
 """
 
 from __future__ import annotations
@@ -18,12 +20,27 @@ from agentrl_envs.core.messages import system_message, user_message
 PROMPTS = ["Say something long.", "Write a few words.", "Answer with text.", "Tell me more.", "Describe it."]
 CORPUS = [*PROMPTS, "Talk.", "More.", "Use a tool.", "Finish.", "Find the number."]
 
+_NAMES = ["Alice", "Bob", "Carol", "Dmitri", "Eve", "Farah", "Gus", "Hana", "Ivan", "Jun", "Kofi", "Lena"]
+_CITIES = ["Paris", "Lagos", "Lima", "Osaka", "Perth", "Quito", "Rome", "Seoul", "Tunis", "Vigo"]
+
+
+def table_text(rows: int, seed: int = 0) -> str:
+    """A SQL-result-like table of ``rows`` rows (what the DB task's observations look like), repeatable by seed."""
+    rng = random.Random(seed)
+    lines = ["| id | name | city | year | score |", "|---|---|---|---|---|"]
+    for i in range(rows):
+        name, city = rng.choice(_NAMES), rng.choice(_CITIES)
+        lines.append(f"| {i + 1} | {name} | {city} | {rng.randint(1950, 2020)} | {rng.randint(0, 999) / 10} |")
+    return "\n".join(lines)
+
 
 class TalkEnv(ToolEnv):
     """Two turns of free text; reward = length of the second answer / 20, capped at 1."""
 
     task = "talk"
     default_max_rounds = 2
+    observation = ""
+    """Text appended to the environment's first answer (empty: a two-word answer)."""
 
     def _tool_schemas(self) -> list[dict[str, Any]]:
         return []
@@ -36,7 +53,7 @@ class TalkEnv(ToolEnv):
 
     def _respond(self, message: AssistantMessage) -> Turn:
         if self._round < 2:
-            return Turn([user_message("More.")])
+            return Turn([user_message("\n".join(filter(None, ["More.", self.observation])))])
         return Turn([], SampleStatus.COMPLETED, reward=min(1.0, len(message.content or "") / 20))
 
 

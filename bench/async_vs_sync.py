@@ -16,6 +16,9 @@ groups, and how busy the policy engine was (near 100%: generation is the bottlen
     uv run python bench/async_vs_sync.py --steps 12 --scale-s 0.2
     # the trainer-bound setting of docs/benchmarks.md: a costlier update, sampling in an engine process
     uv run python bench/async_vs_sync.py --hidden-size 512 --layers 4 --engine hf_process --trainer-threads 1
+    # long observations (a real task's table or page in the environment's answer): training pays for them,
+    # generation only prefills them
+    uv run python bench/async_vs_sync.py --obs-tokens 512
 
 Prints a table and, last, one JSON line with every figure (what ``docs/benchmarks.md`` records).
 """
@@ -34,7 +37,7 @@ from typing import Any
 
 import torch
 
-from _envs import CORPUS, LatencyEnv
+from _envs import CORPUS, LatencyEnv, table_text
 from agentrl_trainer import AgentRLConfig, AgentRLTrainer
 from agentrl_trainer.tiny import TinyModelSpec, build_tiny_model, load_tokenizer
 
@@ -54,7 +57,7 @@ def run_mode(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -
         max_staleness=args.max_staleness,
         max_turns=2,
         max_new_tokens_per_turn=args.new_tokens,
-        max_total_tokens=1024,
+        max_total_tokens=1024 + args.obs_tokens,
         rollout_engine=args.engine,
         engine_num_threads=args.engine_threads,
         learning_rate=1e-4,
@@ -104,6 +107,15 @@ def run_mode(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -
     }
 
 
+def observation(model_path: Path, tokens: int) -> str:
+    """The first ``tokens`` tokens of a task-like table, as text (empty for 0)."""
+    if tokens == 0:
+        return ""
+    tokenizer = load_tokenizer(model_path)
+    ids = tokenizer(table_text(rows=tokens))["input_ids"][:tokens]
+    return tokenizer.decode(ids)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=12, help="optimizer steps per mode")
@@ -118,6 +130,12 @@ def main() -> None:
     parser.add_argument("--engine", default="hf", choices=["hf", "hf_process"], help="rollout engine")
     parser.add_argument("--engine-threads", type=int, default=1, help="hf_process: torch threads of the engine")
     parser.add_argument("--trainer-threads", type=int, default=0, help="torch threads of the trainer (0: default)")
+    parser.add_argument(
+        "--obs-tokens",
+        type=int,
+        default=0,
+        help="tokens of task-like text (a table) in the environment's first answer (0: two words)",
+    )
     parser.add_argument("--modes", default="sync,async", help="modes to run, comma-separated (both for the ratio)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -126,8 +144,10 @@ def main() -> None:
     if args.trainer_threads:
         torch.set_num_threads(args.trainer_threads)
 
+    # The tokenizer learns the table's words too, as a real tokenizer knows a task's vocabulary.
+    corpus = [*CORPUS, table_text(rows=200)] if args.obs_tokens else CORPUS
     model_path = build_tiny_model(
-        CORPUS,
+        corpus,
         TinyModelSpec(
             vocab_size=384,
             hidden_size=args.hidden_size,
@@ -136,6 +156,7 @@ def main() -> None:
             seed=args.seed,
         ),
     )
+    LatencyEnv.observation = observation(model_path, args.obs_tokens)
     with tempfile.TemporaryDirectory() as tmp:
         results = {mode: run_mode(mode, model_path, args, Path(tmp)) for mode in args.modes.split(",")}
     ratio = (

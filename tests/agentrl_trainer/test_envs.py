@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +58,19 @@ def test_env_kwargs_reach_custom_factories_only_for_their_task() -> None:
 @pytest.mark.parametrize(
     ("env_kwargs", "message"),
     [
-        ({"kg": {"x": 1}}, "not in tasks"),
+        ({"dbb": {"x": 1}}, "neither in tasks ['db'] nor AgentBench tasks"),
         ({"db": "train.jsonl"}, "must map a task"),
         ({"db": {"split": "dev"}}, "task_split"),
     ],
 )
 def test_bad_env_kwargs_are_refused_with_the_fix(tmp_path: Path, env_kwargs: Any, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         AgentRLConfig(output_dir=str(tmp_path), tasks=["db"], env_kwargs=env_kwargs)
+
+
+def test_the_quickstart_trains_alfworld_on_pooled_engines_and_a_subset_override_still_parses() -> None:
+    _, config = load_config(QUICKSTART, [])
+    assert "alfworld" in config.tasks and config.env_kwargs["alfworld"] == {"engine_pool_size": 2}
+    # Options for a registered task the run leaves out are not an error (make train TRAIN_ARGS="tasks=[db]").
+    _, config = load_config(QUICKSTART, ["tasks=[db]"])
+    assert config.tasks == ["db"] and "alfworld" in config.env_kwargs

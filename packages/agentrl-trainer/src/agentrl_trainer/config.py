@@ -7,12 +7,15 @@ is generated from their ``help``.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from trl import GRPOConfig
 
 __all__ = ["AgentRLConfig"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -219,9 +222,19 @@ class AgentRLConfig(GRPOConfig):
                 f"env_kwargs must map a task to its environment options, e.g. {{'db': {{'train_file': 'x.jsonl'}}}}; "
                 f"got {self.env_kwargs!r}."
             )
-        unknown = sorted(set(self.env_kwargs) - set(self.tasks))
+        from agentrl_envs.core.registry import TASKS
+
+        unused = sorted(set(self.env_kwargs) - set(self.tasks))
+        # A config may carry options for registered tasks a run leaves out (the quickstart's ALFWorld options
+        # when trained with tasks=[db]); a name that is no task at all is a typo.
+        unknown = [task for task in unused if task not in TASKS]
         if unknown:
-            raise ValueError(f"env_kwargs names tasks {unknown} that are not in tasks {self.tasks}.")
+            raise ValueError(
+                f"env_kwargs names tasks {unknown} that are neither in tasks {self.tasks} nor AgentBench tasks "
+                f"({', '.join(TASKS)}); fix the name, or add the task to tasks."
+            )
+        if unused:
+            logger.info("env_kwargs for %s unused: those tasks are not in tasks %s", unused, self.tasks)
         for task, options in self.env_kwargs.items():
             if "split" in options:
                 raise ValueError(f"env_kwargs[{task!r}] sets split; the split is task_split ({self.task_split!r}).")
