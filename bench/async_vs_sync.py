@@ -19,6 +19,9 @@ groups, and how busy the policy engine was (near 100%: generation is the bottlen
     # long observations (a real task's table or page in the environment's answer): training pays for them,
     # generation only prefills them
     uv run python bench/async_vs_sync.py --obs-tokens 512
+    # rollouts and training on separate cores (the paper's separate hardware, in miniature)
+    uv run python bench/async_vs_sync.py --hidden-size 128 --obs-tokens 512 --scale-s 0.5 --engine hf_process \
+        --trainer-threads 1 --trainer-cpus 0 --engine-cpus 1
 
 Prints a table and, last, one JSON line with every figure (what ``docs/benchmarks.md`` records).
 """
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
 import statistics
 import tempfile
@@ -60,6 +64,7 @@ def run_mode(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -
         max_total_tokens=1024 + args.obs_tokens,
         rollout_engine=args.engine,
         engine_num_threads=args.engine_threads,
+        engine_cpus=_cores(args.engine_cpus),
         learning_rate=1e-4,
         logging_steps=1,
         save_strategy="no",
@@ -116,6 +121,11 @@ def observation(model_path: Path, tokens: int) -> str:
     return tokenizer.decode(ids)
 
 
+def _cores(text: str) -> list[int] | None:
+    """``"0,1"`` -> ``[0, 1]``; ``""`` -> ``None`` (no pinning)."""
+    return [int(core) for core in text.split(",")] if text else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=12, help="optimizer steps per mode")
@@ -131,6 +141,12 @@ def main() -> None:
     parser.add_argument("--engine-threads", type=int, default=1, help="hf_process: torch threads of the engine")
     parser.add_argument("--trainer-threads", type=int, default=0, help="torch threads of the trainer (0: default)")
     parser.add_argument(
+        "--engine-cpus", default="", help="hf_process: cores of the engine processes, e.g. 1 (default: all)"
+    )
+    parser.add_argument(
+        "--trainer-cpus", default="", help="cores of the trainer process, e.g. 0 (default: all); both modes alike"
+    )
+    parser.add_argument(
         "--obs-tokens",
         type=int,
         default=0,
@@ -141,6 +157,9 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     LatencyEnv.scale_s, LatencyEnv.alpha = args.scale_s, args.alpha
+    if args.trainer_cpus:
+        # Before torch starts its threads, so that they (and the env threads) inherit the trainer's cores.
+        os.sched_setaffinity(0, _cores(args.trainer_cpus))
     if args.trainer_threads:
         torch.set_num_threads(args.trainer_threads)
 

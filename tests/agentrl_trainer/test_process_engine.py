@@ -98,3 +98,22 @@ def test_training_with_engine_processes_reaches_them_with_new_weights_and_stops_
     # Turns carry the version the engine process had loaded.
     versions = {s.version for g in seen for t in g.trajectories for s in t.segments if s.is_action}
     assert 0 in versions and max(versions) >= 1
+
+
+def test_an_engine_pinned_to_cores_runs_on_those_cores_only(model: Any, tokenizer: Any) -> None:
+    import os
+
+    mine = os.sched_getaffinity(0)
+    core = max(mine)
+    engine = ProcessEngine(model, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, cpus=[core])
+    try:
+        assert os.sched_getaffinity(engine.pid) == {core}
+        assert os.sched_getaffinity(0) == mine  # the trainer's own cores are left alone
+    finally:
+        asyncio.run(engine.aclose())
+
+
+@pytest.mark.parametrize("cpus", [[], [10_000]])
+def test_engine_cores_the_trainer_cannot_use_are_refused(model: Any, tokenizer: Any, cpus: list[int]) -> None:
+    with pytest.raises(ValueError, match="engine cpus .* are not all available"):
+        ProcessEngine(model, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, cpus=cpus)

@@ -60,6 +60,13 @@ class AgentRLConfig(GRPOConfig):
         },
     )
     engine_num_threads: int = field(default=1, metadata={"help": "hf_process: torch threads of each engine process."})
+    engine_cpus: list[int] | None = field(
+        default=None,
+        metadata={
+            "help": "hf_process: CPU cores the engine processes run on (os.sched_setaffinity; default: all of the "
+            "trainer's). Pin the trainer to the other cores (taskset) to keep rollouts and training apart."
+        },
+    )
     # TRL's own field, same meaning; the default is server here (TRL: colocate), which needs no vllm in this venv.
     vllm_mode: str = field(
         default="server",

@@ -196,7 +196,9 @@ class AgentRLTrainer(GRPOTrainer):
 
                 # Distinct sampling streams per engine, process and resume point.
                 seed = args.seed + version + 7919 * len(name) + 1_000_003 * self.accelerator.process_index
-                return ProcessEngine(model, **common, num_threads=args.engine_num_threads, seed=seed)
+                return ProcessEngine(
+                    model, **common, num_threads=args.engine_num_threads, cpus=args.engine_cpus, seed=seed
+                )
             return HFEngine(model, **common)
 
         lagged = [engine(f"lagged{i}") for i in range(args.num_lagged_engines)] if args.lagged_fraction > 0 else []

@@ -20,9 +20,10 @@ scaled down to CPU processes.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -53,6 +54,7 @@ class ProcessEngine(BatchingEngine):
         max_batch_size: int = 32,
         version: int = 0,
         num_threads: int = 1,
+        cpus: Sequence[int] | None = None,
         seed: int = 0,
     ) -> None:
         """Start the engine process with ``model``'s current weights; returns once it is ready.
@@ -66,6 +68,9 @@ class ProcessEngine(BatchingEngine):
             max_batch_size: Most requests per ``generate`` call.
             version: Policy version of the initial weights.
             num_threads: ``torch.set_num_threads`` in the engine process.
+            cpus: CPU cores the engine process runs on (``os.sched_setaffinity``); ``None``: those of this
+                process. Keeping the engines and the trainer on separate cores stands in for separate rollout
+                and training hardware on a CPU machine.
             seed: Seed of the engine process's sampling.
 
         Raises:
@@ -75,6 +80,11 @@ class ProcessEngine(BatchingEngine):
             raise ValueError(f"temperature must be > 0 for sampling, got {temperature}.")
         if num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {num_threads}.")
+        if cpus is not None and not (cpus and set(cpus) <= os.sched_getaffinity(0)):
+            raise ValueError(
+                f"engine cpus {sorted(cpus)} are not all available to this process (it may use "
+                f"{sorted(os.sched_getaffinity(0))})."
+            )
         super().__init__(name=name, max_batch_size=max_batch_size, version=version)
         context = mp.get_context("spawn")  # fork would copy the trainer's threads and torch state
         self._shared = {k: v.detach().to("cpu", copy=True).share_memory_() for k, v in model.state_dict().items()}
@@ -90,6 +100,7 @@ class ProcessEngine(BatchingEngine):
             "temperature": temperature,
             "engine": name,
             "num_threads": num_threads,
+            "cpus": sorted(cpus) if cpus is not None else None,
             "seed": seed,
             # The model's own generation config: a config rebuilt from a training model's (use_cache=False under
             # gradient checkpointing) would otherwise make the engine decode without its KV cache.
@@ -174,6 +185,8 @@ def _engine_main(
 ) -> None:
     """The engine process: load the shared weights, then sample batches until told to stop."""
     try:
+        if settings["cpus"] is not None:
+            os.sched_setaffinity(0, settings["cpus"])
         torch.set_num_threads(settings["num_threads"])
         torch.manual_seed(settings["seed"])
         from transformers import AutoModelForCausalLM
