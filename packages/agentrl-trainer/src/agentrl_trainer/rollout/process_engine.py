@@ -80,10 +80,10 @@ class ProcessEngine(BatchingEngine):
             raise ValueError(f"temperature must be > 0 for sampling, got {temperature}.")
         if num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {num_threads}.")
-        if cpus is not None and not (cpus and set(cpus) <= os.sched_getaffinity(0)):
+        # Checked against the machine, not this process's affinity: the trainer may have pinned itself elsewhere.
+        if cpus is not None and not (cpus and set(cpus) <= set(range(os.cpu_count() or 1))):
             raise ValueError(
-                f"engine cpus {sorted(cpus)} are not all available to this process (it may use "
-                f"{sorted(os.sched_getaffinity(0))})."
+                f"engine cpus {list(cpus)} are not cores of this machine (0 to {(os.cpu_count() or 1) - 1})."
             )
         super().__init__(name=name, max_batch_size=max_batch_size, version=version)
         context = mp.get_context("spawn")  # fork would copy the trainer's threads and torch state
