@@ -59,6 +59,7 @@ from agentrl_trainer.types import Group
 
 if TYPE_CHECKING:
     from agentrl_trainer.engines.shared_servers import SharedServers
+    from agentrl_trainer.engines.vllm_server import VLLMServerConfig
 
 __all__ = ["AgentRLTrainer", "env_reward"]
 
@@ -206,13 +207,7 @@ class AgentRLTrainer(GRPOTrainer):
             return HFEngine(model, **common)
 
         lagged = [engine(f"lagged{i}") for i in range(args.num_lagged_engines)] if args.lagged_fraction > 0 else []
-        return EngineSampler(
-            engine("policy"),
-            lagged,
-            lagged_fraction=args.lagged_fraction,
-            lagged_refresh_steps=args.lagged_refresh_steps,
-            seed=args.seed,
-        )
+        return self._engine_sampler(engine("policy"), lagged)
 
     def _engine_template(self) -> torch.nn.Module:
         """The model the engines copy: the trainer's own, or a whole copy when the processes hold shards of it."""
@@ -262,7 +257,7 @@ class AgentRLTrainer(GRPOTrainer):
         lagged = [vllm_engine(f"lagged{i}", replicas=1, version=version, **common) for i in range(n_lagged)]
         return self._engine_sampler(policy, lagged)
 
-    def _vllm_server_config(self, model: Any, dtype: str, folder: str = "vllm-model") -> Any:
+    def _vllm_server_config(self, model: Any, dtype: str, folder: str = "vllm-model") -> VLLMServerConfig:
         """Stage ``model`` under ``output_dir/folder`` and return the ``VLLMServerConfig`` that serves it."""
         from agentrl_trainer.engines.factory import stage_model
         from agentrl_trainer.engines.vllm_server import VLLMServerConfig
@@ -309,6 +304,7 @@ class AgentRLTrainer(GRPOTrainer):
         return self._engine_sampler(engine("policy"), [engine(f"lagged{i}") for i in range(n_lagged)])
 
     def _engine_sampler(self, policy: RolloutEngine, lagged: list[RolloutEngine]) -> EngineSampler:
+        """The sampler over ``policy`` and ``lagged`` with the configured cross-policy settings."""
         args: AgentRLConfig = self.args  # type: ignore[assignment]
         return EngineSampler(
             policy,
