@@ -66,7 +66,8 @@ def share_servers(
         is_main: Whether this is the main process (the only one that starts servers).
 
     Raises:
-        RuntimeError: On every process, if the main process could not start a server (it stops those it started).
+        RuntimeError: On the other processes, if the main process could not start a server; the main process
+            raises its own error, after stopping the servers it had started.
     """
     message: list[object] = [None]
     shared = SharedServers(urls={})
