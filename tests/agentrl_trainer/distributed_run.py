@@ -11,7 +11,11 @@ give the same parameters, whether one process or several computed the step.
 Launched with an FSDP accelerate config (``ACCELERATE_USE_FSDP=true``) on CPU processes, ``record`` trains under
 FSDP2 (see :func:`fsdp_on_cpu` for the one thing the test has to put back).
 
-Usage: ``distributed_run.py {record,replay} MODEL_DIR OUT_DIR``.
+``vllm``: ``record``'s run with ``rollout_engine: vllm`` in server mode, the main process starting the one server
+every process shares; before the server stops, the main process saves the server's weight-load count and a
+greedy generation from it (``vllm-engine.json``) for ``tests/agentrl_trainer/engines/test_vllm_distributed.py``.
+
+Usage: ``distributed_run.py {record,replay,vllm} MODEL_DIR OUT_DIR``.
 """
 
 from __future__ import annotations
@@ -23,23 +27,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import torch
 from safetensors.torch import save_file
+from transformers import TrainerCallback
 
 from agentrl_trainer import AgentRLConfig, AgentRLTrainer
 from agentrl_trainer.distributed import weights_checksum
+from agentrl_trainer.rollout.chat import render_prompt
 from agentrl_trainer.rollout.producer import ProducerStats
 from agentrl_trainer.tiny import load_tokenizer
 from agentrl_trainer.types import Group
-from tests.agentrl_trainer.envs import LengthEnv
+from tests.agentrl_trainer.envs import CORPUS, LengthEnv
 
 STEPS = 3
 GROUPS_PER_PROCESS = 2
 SAMPLES = 12  # = STEPS * GROUPS_PER_PROCESS * 2 processes: one pass over the rows
 
 
-def config(out: Path, groups_per_step: int) -> AgentRLConfig:
-    """The run both modes share; only the groups per step (per process) differ."""
+def config(out: Path, groups_per_step: int, **overrides: Any) -> AgentRLConfig:
+    """The run every mode shares; only the groups per step (per process) and the engine differ."""
     return AgentRLConfig(
         output_dir=str(out / "run"),
         tasks=["length"],
@@ -62,6 +69,7 @@ def config(out: Path, groups_per_step: int) -> AgentRLConfig:
         distributed_log=True,
         write_report=False,
         use_cpu=True,
+        **overrides,
     )
 
 
@@ -150,6 +158,34 @@ class ReplayTrainer(AgentRLTrainer):
         return self.producer
 
 
+class SharedServerProbe(TrainerCallback):
+    """At the end of training, before the shared vLLM server stops: what it loaded, and a greedy generation."""
+
+    def __init__(self, trainer: AgentRLTrainer, tokenizer: Any, path: Path) -> None:
+        self.trainer, self.tokenizer, self.path = trainer, tokenizer, path
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        trainer = self.trainer
+        if not trainer.accelerator.is_main_process or trainer.shared_servers is None or trainer.sampler is None:
+            return
+        url = trainer.shared_servers.urls["policy"][0]
+        rpc = httpx.post(f"{url}/collective_rpc", json={"method": "agentrl_weight_loads"}, timeout=60)
+        rpc.raise_for_status()
+        prompt = render_prompt(self.tokenizer, [{"role": "user", "content": " ".join(CORPUS[:3])}], None)
+        body = {**trainer.sampler.policy.completion_request(prompt, 8), "temperature": 0.0}  # type: ignore[attr-defined]
+        answer = httpx.post(f"{url}/v1/completions", json=body, timeout=60)
+        answer.raise_for_status()
+        choice = answer.json()["choices"][0]
+        probe = {
+            "urls": trainer.shared_servers.urls,
+            "weight_loads": rpc.json()["results"],
+            "prompt": prompt,
+            "token_ids": choice["token_ids"],
+            "logprobs": choice["logprobs"]["token_logprobs"],
+        }
+        self.path.write_text(json.dumps(probe))
+
+
 def main(mode: str, model_dir: Path, out: Path) -> None:
     tokenizer = load_tokenizer(model_dir)
     factories = {"length": lambda split: RowsEnv(split=split)}
@@ -160,6 +196,10 @@ def main(mode: str, model_dir: Path, out: Path) -> None:
         )
         trainer.groups_dir = groups_dir  # type: ignore[attr-defined]
         groups_dir.mkdir(parents=True, exist_ok=True)
+    elif mode == "vllm":
+        run = config(out, GROUPS_PER_PROCESS, rollout_engine="vllm", vllm_mode="server", lagged_fraction=0.0)
+        trainer = AgentRLTrainer(str(model_dir), run, processing_class=tokenizer, env_factories=factories)
+        trainer.add_callback(SharedServerProbe(trainer, tokenizer, out / "vllm-engine.json"))
     else:
         recorded = sorted(groups_dir.glob("rank-*-step-*.pkl"))
         ranks = sorted({int(p.name.split("-")[1]) for p in recorded})

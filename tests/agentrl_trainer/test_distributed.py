@@ -53,12 +53,32 @@ def _free_port() -> int:
     raise RuntimeError(f"No free port in {PORTS.start}-{PORTS.stop - 1}.")
 
 
-def _run(command: list[str], log: Path) -> None:
+def _run(command: list[str], log: Path, extra_env: dict[str, str] | None = None) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "ACCELERATE_USE_CPU": "true"}
+    env.update(extra_env or {})
     with log.open("w") as out:
         result = subprocess.run(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=600)
     if result.returncode != 0:
         raise AssertionError(f"{command[:4]} failed ({result.returncode}):\n{log.read_text()[-4000:]}")
+
+
+def launch_command(layout: str, mode: str, model_dir: Path, out: Path) -> list[str]:
+    """``accelerate launch`` of two CPU processes running ``distributed_run.py MODE MODEL_DIR OUT``."""
+    accelerate = Path(sys.executable).with_name("accelerate")
+    return [
+        str(accelerate),
+        "launch",
+        *LAYOUTS[layout],
+        "--num_processes=2",
+        "--num_machines=1",
+        "--mixed_precision=no",
+        "--dynamo_backend=no",
+        f"--main_process_port={_free_port()}",
+        str(SCRIPT),
+        mode,
+        str(model_dir),
+        str(out),
+    ]
 
 
 @pytest.fixture(scope="module", params=sorted(LAYOUTS))
@@ -66,24 +86,7 @@ def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     """Output of a 2-process gloo run of STEPS steps, GROUPS_PER_PROCESS groups per process and step."""
     layout = request.param
     out = tmp_path_factory.mktemp(f"distributed-{layout}")
-    accelerate = Path(sys.executable).with_name("accelerate")
-    _run(
-        [
-            str(accelerate),
-            "launch",
-            *LAYOUTS[layout],
-            "--num_processes=2",
-            "--num_machines=1",
-            "--mixed_precision=no",
-            "--dynamo_backend=no",
-            f"--main_process_port={_free_port()}",
-            str(SCRIPT),
-            "record",
-            str(tiny_model_path),
-            str(out),
-        ],
-        out / "record.log",
-    )
+    _run(launch_command(layout, "record", tiny_model_path, out), out / "record.log")
     trained = json.loads((out / "record-layout.json").read_text())
     # The run trained in the layout asked for (FSDP2: the processes held DTensor shards, not replicas).
     expected = {"ddp": ("MULTI_CPU", "Parameter"), "fsdp2": ("FSDP", "DTensor")}[layout]

@@ -72,20 +72,24 @@ class AgentRLConfig(GRPOConfig):
         default="server",
         metadata={
             "help": "vllm: server (vLLM servers over HTTP, vLLM in its own venv) or colocate (vLLM's AsyncLLM in "
-            "the trainer's process; vllm must be importable here), docs/deployment.md."
+            "the trainer's process; vllm must be importable here), docs/deployment.md. Under accelerate launch, "
+            "server mode has one set of servers for all processes (the main process starts and loads them); "
+            "colocate mode one engine per process."
         },
     )
     vllm_replicas: int = field(
         default=1,
         metadata={
-            "help": "vllm: servers (or colocated engines) per engine, behind a router. A LoRA policy (peft_config) "
-            "has all its engines, policy and lagged, as adapter versions on these same replicas."
+            "help": "vllm: servers (or colocated engines) per engine, behind a router; servers are per run, not per "
+            "training process. A LoRA policy (peft_config) has all its engines, policy and lagged, as adapter "
+            "versions on these same replicas."
         },
     )
     vllm_server_urls: list[str] | None = field(
         default=None,
         metadata={
-            "help": "vllm: use these running policy servers instead of launching them. For a LoRA policy they must "
+            "help": "vllm: use these running policy servers instead of launching them (under accelerate launch "
+            "every process samples from them; only the main process loads weights). For a LoRA policy they must "
             "serve the base model with --enable-lora (and --max-lora-rank, --max-loras) and "
             "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True, and see the adapters' directory (docs/deployment.md)."
         },

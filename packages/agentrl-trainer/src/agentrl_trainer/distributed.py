@@ -1,6 +1,7 @@
 """Several training processes (``accelerate launch``): who plays which groups, and whose weights the engines get.
 
-Every process runs its own rollout producer and engines and trains (DDP) on its own groups:
+Every process runs its own rollout producer and trains (DDP) on its own groups; each has its own engines, except
+vLLM servers, which all processes share and only the main process loads (:mod:`agentrl_trainer.engines.shared_servers`):
 
 * **sharding**: all processes build the same row stream (same seed) and process ``r`` of ``W`` plays rows
   ``r, r + W, r + 2W, ...`` of it, so within one pass over the rows no group is played or trained twice;
@@ -32,6 +33,7 @@ __all__ = [
     "broadcast_from_main",
     "engine_weights",
     "holds_sharded_weights",
+    "main_process_weights",
     "shard",
     "weights_checksum",
     "whole_model",
@@ -142,6 +144,18 @@ def engine_weights(accelerator: Accelerator, model: torch.nn.Module) -> dict[str
         )
     state_dict = accelerator.unwrap_model(model).state_dict()
     return state_dict if accelerator.num_processes == 1 else broadcast_from_main(state_dict)
+
+
+def main_process_weights(accelerator: Accelerator, model: torch.nn.Module) -> dict[str, torch.Tensor] | None:
+    """The main process's whole state dict on the main process, ``None`` on the others.
+
+    For engines that only the main process loads (vLLM servers shared by every process): no broadcast, only the
+    gather when the processes hold shards (a collective, so every process must call this at the same point).
+    """
+    if holds_sharded_weights(accelerator):
+        gathered = accelerator.get_state_dict(model)
+        return dict(gathered) if accelerator.is_main_process else None
+    return accelerator.unwrap_model(model).state_dict() if accelerator.is_main_process else None
 
 
 def whole_model(config: Any, weights: Mapping[str, torch.Tensor]) -> torch.nn.Module:

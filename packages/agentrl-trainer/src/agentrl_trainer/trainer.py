@@ -28,7 +28,7 @@ import logging
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from accelerate.utils import is_peft_model
@@ -42,6 +42,7 @@ from agentrl_trainer.distributed import (
     all_reduce_sum,
     engine_weights,
     holds_sharded_weights,
+    main_process_weights,
     shard,
     weights_checksum,
     whole_model,
@@ -55,6 +56,10 @@ from agentrl_trainer.rollout.hf_engine import HFEngine
 from agentrl_trainer.rollout.producer import RolloutProducer
 from agentrl_trainer.rows import mixed_rows, task_rows
 from agentrl_trainer.types import Group
+
+if TYPE_CHECKING:
+    from agentrl_trainer.engines.shared_servers import SharedServers
+    from agentrl_trainer.engines.vllm_server import VLLMServerConfig
 
 __all__ = ["AgentRLTrainer", "env_reward"]
 
@@ -156,6 +161,8 @@ class AgentRLTrainer(GRPOTrainer):
         """perf_counter() when the engines were up and the producer started (the run's clock for idle fractions)."""
         self._last_tick = (0.0, 0)
         self._step_groups: list[Group] = []
+        self.shared_servers: SharedServers | None = None
+        """Several processes, vLLM server mode: the run's one set of servers (the main process loads them)."""
 
     # ----------------------------------------------------------------- set-up
 
@@ -202,13 +209,7 @@ class AgentRLTrainer(GRPOTrainer):
             return HFEngine(model, **common)
 
         lagged = [engine(f"lagged{i}") for i in range(args.num_lagged_engines)] if args.lagged_fraction > 0 else []
-        return EngineSampler(
-            engine("policy"),
-            lagged,
-            lagged_fraction=args.lagged_fraction,
-            lagged_refresh_steps=args.lagged_refresh_steps,
-            seed=args.seed,
-        )
+        return self._engine_sampler(engine("policy"), lagged)
 
     def _engine_template(self) -> torch.nn.Module:
         """The model the engines copy: the trainer's own, or a whole copy when the processes hold shards of it."""
@@ -228,21 +229,26 @@ class AgentRLTrainer(GRPOTrainer):
 
     def _build_vllm_engines(self, model: Any, version: int) -> EngineSampler:
         """Start vLLM servers (or colocated engines) loaded with the current weights, staged under output_dir."""
-        from agentrl_trainer.engines.factory import stage_model, vllm_engine
-        from agentrl_trainer.engines.vllm_server import VLLMServerConfig
+        from agentrl_trainer.engines.factory import vllm_engine
 
         args: AgentRLConfig = self.args  # type: ignore[assignment]
         n_lagged = args.num_lagged_engines if args.lagged_fraction > 0 else 0
         dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        several = self.accelerator.num_processes > 1
         if is_peft_model(model):
+            if several:
+                raise NotImplementedError(
+                    "A LoRA policy (peft_config) with rollout_engine: vllm under several training processes is not "
+                    "supported (untested: every process would load its own adapters). Train LoRA in one process, or "
+                    "use rollout_engine: hf."
+                )
             return self._build_vllm_lora_engines(model, version, n_lagged, dtype)
-        staged = stage_model(model, self._tokenizer, Path(args.output_dir) / "vllm-model")
-        # The trainer's dtype, not vLLM's "auto" (bfloat16 on CPUs): the sampling log-probs must match the loss's.
-        server = VLLMServerConfig(
-            model=str(staged), dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
-        )
+        if several and args.vllm_mode == "server":
+            return self._build_shared_vllm_engines(model, version, n_lagged, dtype)
+        # Colocated engines belong to their process: each stages the model in a folder of its own.
+        folder = f"vllm-model-rank{self.accelerator.process_index}" if several else "vllm-model"
         common = {
-            "server": server,
+            "server": self._vllm_server_config(model, dtype, folder),
             "eos_token_id": self._tokenizer.eos_token_id,
             "temperature": args.temperature,
             "mode": args.vllm_mode,
@@ -251,6 +257,57 @@ class AgentRLTrainer(GRPOTrainer):
             "policy", replicas=args.vllm_replicas, server_urls=args.vllm_server_urls, version=version, **common
         )
         lagged = [vllm_engine(f"lagged{i}", replicas=1, version=version, **common) for i in range(n_lagged)]
+        return self._engine_sampler(policy, lagged)
+
+    def _vllm_server_config(self, model: Any, dtype: str, folder: str = "vllm-model") -> VLLMServerConfig:
+        """Stage ``model`` under ``output_dir/folder`` and return the ``VLLMServerConfig`` that serves it."""
+        from agentrl_trainer.engines.factory import stage_model
+        from agentrl_trainer.engines.vllm_server import VLLMServerConfig
+
+        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        staged = stage_model(model, self._tokenizer, Path(args.output_dir) / folder)
+        # The trainer's dtype, not vLLM's "auto" (bfloat16 on CPUs): the sampling log-probs must match the loss's.
+        return VLLMServerConfig(
+            model=str(staged), dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
+        )
+
+    def _build_shared_vllm_engines(self, model: Any, version: int, n_lagged: int, dtype: str) -> EngineSampler:
+        """Several processes, server mode: one set of servers for the run, shared by every process.
+
+        The main process starts them (or takes ``vllm_server_urls`` for the policy; lagged servers are always
+        started, one per lagged engine, on the main process's host) and shares their URLs; every process drives
+        them with its own engines, but only the main process's load weights (see ``_sync_weights``).
+        """
+        from agentrl_trainer.engines.factory import one_engine
+        from agentrl_trainer.engines.shared_servers import SharedServerEngine, share_servers
+        from agentrl_trainer.engines.vllm_engine import VLLMServerEngine
+
+        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        is_main = self.accelerator.is_main_process
+        wanted: dict[str, int | list[str]] = {"policy": list(args.vllm_server_urls or []) or args.vllm_replicas}
+        wanted.update({f"lagged{i}": 1 for i in range(n_lagged)})
+        self.shared_servers = share_servers(wanted, lambda: self._vllm_server_config(model, dtype), is_main=is_main)
+        engine_class = VLLMServerEngine if is_main else SharedServerEngine
+        urls = self.shared_servers.urls
+
+        def engine(name: str) -> RolloutEngine:
+            replicas = [
+                engine_class(
+                    url,
+                    eos_token_id=self._tokenizer.eos_token_id,
+                    name=name,
+                    temperature=args.temperature,
+                    version=version,
+                )
+                for url in urls[name]
+            ]
+            return one_engine(replicas, name)
+
+        return self._engine_sampler(engine("policy"), [engine(f"lagged{i}") for i in range(n_lagged)])
+
+    def _engine_sampler(self, policy: RolloutEngine, lagged: list[RolloutEngine]) -> EngineSampler:
+        """The sampler over ``policy`` and ``lagged`` with the configured cross-policy settings."""
+        args: AgentRLConfig = self.args  # type: ignore[assignment]
         return EngineSampler(
             policy,
             lagged,
@@ -285,13 +342,7 @@ class AgentRLTrainer(GRPOTrainer):
             replicas=args.vllm_replicas,
             server_urls=args.vllm_server_urls,
         )
-        return EngineSampler(
-            policy,
-            list(lagged),
-            lagged_fraction=args.lagged_fraction,
-            lagged_refresh_steps=args.lagged_refresh_steps,
-            seed=args.seed,
-        )
+        return self._engine_sampler(policy, list(lagged))
 
     def _ensure_producer(self) -> RolloutProducer:
         if self.producer is not None:
@@ -337,14 +388,43 @@ class AgentRLTrainer(GRPOTrainer):
     def _sync_weights(self, version: int) -> None:
         if self.sampler is None:
             return
+        if self.shared_servers is not None:
+            self._push_to_shared_servers(self.sampler, version)
+            return
         # Every process's engines get the main process's weights, whole and bit for bit.
         state_dict = engine_weights(self.accelerator, self.model_wrapped)
         self.sampler.update_weights(state_dict, version)
         if self.args.distributed_log:
             self._log_rank_step(version, state_dict)
 
-    def _log_rank_step(self, version: int, pushed: dict[str, torch.Tensor]) -> None:
-        """One line of output_dir/ranks/rank-R.jsonl: this step's groups and the policy engine's weights."""
+    def _push_to_shared_servers(self, sampler: EngineSampler, version: int) -> None:
+        """The main process loads ``version`` into the shared servers once; the others then move their tags."""
+        from agentrl_trainer.engines.shared_servers import push_from_main
+
+        is_main = self.accelerator.is_main_process
+        weights = main_process_weights(self.accelerator, self.model_wrapped)
+        push_from_main(lambda: sampler.update_weights(weights or {}, version), is_main=is_main)
+        if not is_main:
+            sampler.update_weights({}, version)  # SharedServerEngines: tags only
+        if self.args.distributed_log:
+            self._log_rank_step(version, weights)
+
+    def _release_shared_servers(self, finished: bool) -> None:
+        """Stop the shared servers this process started, once every process has stopped sending them requests.
+
+        After a failure the processes are no longer in step (a barrier could wait forever): stop at once.
+        """
+        if self.shared_servers is None:
+            return
+        if finished:
+            self.accelerator.wait_for_everyone()
+        self.shared_servers.stop()
+
+    def _log_rank_step(self, version: int, pushed: dict[str, torch.Tensor] | None) -> None:
+        """One line of output_dir/ranks/rank-R.jsonl: this step's groups and the policy engine's weights.
+
+        ``pushed`` is ``None`` on a process that pushed nothing (shared servers: the main process loads them).
+        """
         engine_model = getattr(self.sampler.policy, "model", None) if self.sampler is not None else None
         weights = engine_model.state_dict() if isinstance(engine_model, torch.nn.Module) else pushed
         line = {
@@ -352,8 +432,10 @@ class AgentRLTrainer(GRPOTrainer):
             "world_size": self.accelerator.num_processes,
             "step": version,
             "engine_version": self.sampler.policy.version if self.sampler is not None else None,
-            "engine_weights_sha256": weights_checksum(weights),
+            "engine_weights_sha256": weights_checksum(weights) if weights is not None else None,
             "groups": [[g.row.task, g.row.split, g.row.index] for g in self._step_groups],
+            # Policy versions of the trained turns: which weights sampled them.
+            "turn_versions": sorted({v for g in self._step_groups for t in g.trajectories for v in t.versions}),
         }
         path = Path(self.args.output_dir) / "ranks" / f"rank-{self.accelerator.process_index}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -362,10 +444,14 @@ class AgentRLTrainer(GRPOTrainer):
 
     def train(self, *args: Any, **kwargs: Any) -> Any:
         """TRL's ``train``; the rollout producer is stopped however it ends."""
+        finished = False
         try:
-            return super().train(*args, **kwargs)
+            result = super().train(*args, **kwargs)
+            finished = True
+            return result
         finally:
             self._stop_producer()
+            self._release_shared_servers(finished)
             if self.args.write_report and self.is_world_process_zero():
                 from agentrl_trainer.report import write_report
 

@@ -22,7 +22,7 @@ from agentrl_trainer.engines.vllm_engine import VLLMServerEngine
 from agentrl_trainer.engines.vllm_server import VLLMServer, VLLMServerConfig
 from agentrl_trainer.rollout.engine import RolloutEngine
 
-__all__ = ["one_engine", "stage_model", "vllm_engine", "vllm_replicas"]
+__all__ = ["one_engine", "stage_model", "start_servers", "vllm_engine", "vllm_replicas"]
 
 
 def stage_model(model: Any, tokenizer: Any, directory: Path) -> Path:
@@ -110,14 +110,7 @@ def vllm_replicas(
             for url in server_urls
         ]
     else:
-        servers = [VLLMServer(replace(server, port=0)) for _ in range(replicas)]
-        with ThreadPoolExecutor(replicas) as pool:
-            futures = [pool.submit(s.start) for s in servers]
-        errors = [f.exception() for f in futures if f.exception() is not None]
-        if errors:
-            for s in servers:
-                s.stop()
-            raise RuntimeError(f"{len(errors)} of {replicas} vLLM servers for {name!r} failed to start") from errors[0]
+        servers = start_servers(name, server, replicas)
         engines = [
             VLLMServerEngine(
                 s.base_url, eos_token_id=eos_token_id, name=name, temperature=temperature, version=version, server=s
@@ -125,3 +118,20 @@ def vllm_replicas(
             for s in servers
         ]
     return engines
+
+
+def start_servers(name: str, server: VLLMServerConfig, replicas: int) -> list[VLLMServer]:
+    """Start ``replicas`` servers of ``server`` (each on a free port) side by side; all started, or none.
+
+    Raises:
+        RuntimeError: If a server does not start; the others are stopped.
+    """
+    servers = [VLLMServer(replace(server, port=0)) for _ in range(replicas)]
+    with ThreadPoolExecutor(replicas) as pool:
+        futures = [pool.submit(s.start) for s in servers]
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        for s in servers:
+            s.stop()
+        raise RuntimeError(f"{len(errors)} of {replicas} vLLM servers for {name!r} failed to start") from errors[0]
+    return servers

@@ -45,7 +45,12 @@ class WeightSyncExtension:
         missing = sorted(expected - loaded - ({"lm_head.weight"} if tied else set()))
         if missing:
             raise ValueError(f"The update did not cover {len(missing)} parameters, e.g. {missing[:5]}.")
+        self._agentrl_loads = self.agentrl_weight_loads() + 1
         return len(tensors)
+
+    def agentrl_weight_loads(self) -> int:
+        """How many weight updates this worker has loaded since it started (tests count pushes with it)."""
+        return int(getattr(self, "_agentrl_loads", 0))
 
     @staticmethod
     def _agentrl_retie(runner: object) -> bool:
