@@ -6,10 +6,15 @@ most ``queue_size`` groups are in flight or waiting: that bound is the backpress
 waiting group can get. In ``sync`` mode no slot is free until the trainer asks for a batch, which gives
 TRL's generate-then-train schedule on the same code path.
 
-Staleness is bounded at admission too (AReaL's rule): with ``max_staleness`` S and ``groups_per_version`` B
-(the trainer's minimum groups per step), a new group starts only while fewer than ``(v - v0 + S + 1) * B``
-groups have been started since the producer began at version ``v0``; the trainer takes at least B groups per
-version, so groups rarely wait long enough to go stale. Groups dropped before training are not counted.
+Staleness is bounded at admission too: with ``max_staleness`` S and ``groups_per_version`` B (the trainer's
+minimum groups per step), a new group starts only while fewer than ``(S + 1) * B`` groups are in flight (started
+and not yet taken by the trainer). The trainer takes at least B groups per version, so a new group has fewer than
+``(S + 1) * B`` groups ahead of it and, if groups complete in turn, is taken within S + 1 versions (a slow tail
+can still go stale: the trainer drops or down-weights it). This is AReaL's rule (by version v, at most
+``(v + S + 1) * B`` groups started) counted by the groups the trainer actually took: when a step takes more than
+B (the dynamic batch), as many new groups may start, where counting B per version let the dynamic batch eat the
+lookahead and starved the trainer (docs/benchmarks.md, "Async pays"). Groups dropped before training are not
+counted.
 
 Environment faults never become rewards: an episode whose environment failed is retried on a fresh
 environment (up to ``max_infra_retries``) or, with ``infra_error_policy="drop_group"`` or once the
@@ -127,8 +132,8 @@ class RolloutProducer:
         self.max_staleness = max_staleness
         self.groups_per_version = groups_per_version
         self.started_groups = 0
+        self.taken_groups = 0
         self.discarded_groups = 0
-        self._base_version = sampler.policy.version
         self.stats = ProducerStats()
         self.status_counts: Counter[str] = Counter()
         self._groups: queue.Queue[Group] = queue.Queue()
@@ -178,13 +183,14 @@ class RolloutProducer:
                 taken.append(self._groups.get_nowait())
             except queue.Empty:
                 break
+        self.taken_groups += len(taken)
         if self.mode == "async":
             for _ in taken:
                 self._release_slot()
         return taken
 
     def discard(self, groups: int) -> None:
-        """The trainer dropped ``groups`` taken groups (stale): they no longer count against admission."""
+        """The trainer dropped ``groups`` of the groups it took (stale); counted in :attr:`discarded_groups`."""
         self.discarded_groups += groups
 
     @property
@@ -256,9 +262,8 @@ class RolloutProducer:
         if self.mode != "async" or self.max_staleness is None:
             return
         while not self._stopping:
-            versions = self.sampler.policy.version - self._base_version + self.max_staleness + 1
-            live = self.started_groups - self.discarded_groups - self.stats.dropped_groups
-            if live < versions * self.groups_per_version:
+            in_flight = self.started_groups - self.taken_groups - self.stats.dropped_groups
+            if in_flight < (self.max_staleness + 1) * self.groups_per_version:
                 return
             await asyncio.sleep(0.01)
 
