@@ -476,9 +476,7 @@ class AgentRLTrainer(GRPOTrainer):
             if args.rollout_mode == "sync":
                 producer.request(missing)
             fetched = producer.get_groups(missing, args.max_groups_per_step - len(groups), args.rollout_timeout_s)
-            kept = self._filter_stale(fetched, version)
-            producer.discard(len(fetched) - len(kept))
-            groups.extend(kept)
+            groups.extend(self._filter_stale(fetched, version))
         idle = time.perf_counter() - started
         if first_step:
             self.first_idle_s = idle

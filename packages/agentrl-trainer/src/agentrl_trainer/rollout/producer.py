@@ -133,7 +133,6 @@ class RolloutProducer:
         self.groups_per_version = groups_per_version
         self.started_groups = 0
         self.taken_groups = 0
-        self.discarded_groups = 0
         self.stats = ProducerStats()
         self.status_counts: Counter[str] = Counter()
         self._groups: queue.Queue[Group] = queue.Queue()
@@ -188,10 +187,6 @@ class RolloutProducer:
             for _ in taken:
                 self._release_slot()
         return taken
-
-    def discard(self, groups: int) -> None:
-        """The trainer dropped ``groups`` of the groups it took (stale); counted in :attr:`discarded_groups`."""
-        self.discarded_groups += groups
 
     @property
     def queue_depth(self) -> int:
