@@ -44,6 +44,45 @@ def test_unknown_task_suggests_the_closest_name() -> None:
         resolve_task("dbbench-stdd")
 
 
+def test_unknown_task_hint_ignores_case() -> None:
+    with pytest.raises(UnknownTaskError, match=re.escape("Unknown task 'Db'. Did you mean 'db'?")):
+        resolve_task("Db")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "error", "meant"),
+    [
+        ("AgentBench/DB-v1", gym.error.VersionNotFound, "AgentBench/DB-v0"),  # Gymnasium: a list of versions
+        ("AgentBench/Db-v0", gym.error.NameNotFound, "AgentBench/DB-v0"),  # Gymnasium: no hint
+        ("AgentBench/DBB-v0", gym.error.NameNotFound, "AgentBench/DB-v0"),  # Gymnasium: the name only
+        ("AgentBench/Webshop-v0", gym.error.NameNotFound, "AgentBench/WebShop-v0"),
+        ("AgentBench/dbbench-v0", gym.error.NameNotFound, "AgentBench/DB-v0"),
+        ("AgentBench/alfwrld-v0", gym.error.NameNotFound, "AgentBench/ALFWorld-v0"),
+        ("Agentbench/KG-v0", gym.error.NamespaceNotFound, "AgentBench/KG-v0"),
+        ("DB-v0", gym.error.NameNotFound, "AgentBench/DB-v0"),  # the namespace forgotten
+        ("os", gym.error.NameNotFound, "AgentBench/OS-v0"),
+        ("dbbench-std", gym.error.NameNotFound, "AgentBench/DB-v0"),
+    ],
+)
+def test_gym_make_of_a_misspelled_id_says_which_was_meant(env_id: str, error: type[Exception], meant: str) -> None:
+    with pytest.raises(error, match=re.escape(f"Environment `{env_id}` doesn't exist. Did you mean: `{meant}`?")):
+        gym.make(env_id)
+    with pytest.raises(error, match=re.escape(f"Did you mean: `{meant}`?")):
+        gym.spec(env_id)
+
+
+def test_gym_make_of_an_unknown_agentbench_id_lists_the_ids() -> None:
+    with pytest.raises(gym.error.NameNotFound, match=re.escape("The AgentBench ids are `AgentBench/ALFWorld-v0`")):
+        gym.make("AgentBench/Chess-v0")
+
+
+def test_other_ids_keep_gymnasiums_errors() -> None:
+    with pytest.raises(gym.error.NameNotFound, match=re.escape("Environment `CartPol` doesn't exist. Did you mean")):
+        gym.make("CartPol-v1")
+    with pytest.raises(gym.error.NameNotFound, match=re.escape("Environment `Chess` doesn't exist.")):
+        gym.make("Chess-v0")
+
+
 def _isort_key(name: str) -> tuple[int, str]:
     return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 

@@ -3,22 +3,30 @@
 Each task has a short name (``db``), a versioned env id (``AgentBench/DB-v0``) and upstream's controller
 names (``dbbench-std`` for test, ``dbbench-env_train`` for train, ``dbbench-dev`` for dev). The table is
 explicit; a task whose environment has not landed yet has no entry point and is not registered.
+
+A misspelled name gets a "Did you mean" hint, whether it reaches :func:`make` or ``gym.make`` (see
+:func:`suggest_env_id`).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs import registration
 
 from agentrl_envs.core.errors import UnknownTaskError
 
-__all__ = ["TASKS", "TaskSpec", "create_env", "make", "register_envs", "resolve_task"]
+__all__ = ["TASKS", "TaskSpec", "create_env", "make", "register_envs", "resolve_task", "suggest_env_id"]
 
 _SPLIT_SUFFIX = {"test": "std", "train": "env_train", "dev": "dev"}
+_NAMESPACE = "AgentBench"
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,72 @@ def register_envs() -> None:
             gym.register(
                 id=spec.env_id, entry_point=create_env, kwargs={"task": spec.short_name}, disable_env_checker=False
             )
+    _hint_misspelled_ids()
+
+
+def suggest_env_id(env_id: str) -> str | None:
+    """The registered ``AgentBench/...`` id that a wrong ``env_id`` most likely meant, or ``None``.
+
+    In the namespace (spelled in any case) the name is matched loosely, ignoring case and version, against the
+    env names, short names and upstream keys (``AgentBench/Db-v0``, ``AgentBench/DB-v1``, ``AgentBench/dbbench``
+    all give ``AgentBench/DB-v0``). Without a namespace only an exact task name counts (``db``, ``DB-v0``,
+    ``dbbench-std``), since such ids are usually Gymnasium's own envs.
+    """
+    namespace, _, rest = env_id.rpartition("/")
+    if namespace and namespace.lower() != _NAMESPACE.lower():
+        return None
+    name = re.sub(r"-v[^-]*$", "", rest)  # the version, even a malformed one
+    names: dict[str, str] = {}
+    for spec in TASKS.values():
+        if spec.entry_point is None:
+            continue
+        env_name = spec.env_id.partition("/")[2].rsplit("-v", 1)[0]
+        upstream = [spec.upstream_name(split) for split in _SPLIT_SUFFIX]
+        for alias in (env_name, spec.short_name, spec.upstream_key, *upstream):
+            names.setdefault(alias, spec.env_id)
+    if not namespace:
+        exact = {alias.lower(): target for alias, target in names.items()}
+        return exact.get(name.lower()) or exact.get(rest.lower())
+    hint = _closest(name, names)
+    return names[hint] if hint is not None else None
+
+
+def _closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to ``name`` by difflib, ignoring case (so ``Db`` finds ``DB``), or ``None``."""
+    by_lower = {candidate.lower(): candidate for candidate in candidates}
+    hint = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
+    return by_lower[hint[0]] if hint else None
+
+
+def _hint_misspelled_ids() -> None:
+    """Make ``gym.make`` and ``gym.spec`` name the AgentBench id that a wrong one most likely meant.
+
+    Gymnasium hints only at a name that is close with the same case (``DBB`` gets ``DB``; ``Db`` gets nothing,
+    ``DB-v1`` a list of versions), and it has no hook for a namespace's own hints; so its id check, the one
+    function both call for an id that is not registered, is wrapped once. Errors keep their Gymnasium type
+    (``NameNotFound``, ``VersionNotFound``...); ids outside the namespace that suggest nothing keep Gymnasium's
+    message.
+    """
+    check = registration._check_version_exists
+    if getattr(check, "_agentrl_hints", False):
+        return
+
+    @functools.wraps(check)
+    def check_with_hint(ns: str | None, name: str, version: int | None) -> None:
+        try:
+            check(ns, name, version)
+        except gym.error.Error as e:
+            env_id = registration.get_env_id(ns, name, version)
+            hint = suggest_env_id(env_id)
+            if hint is not None:
+                raise type(e)(f"Environment `{env_id}` doesn't exist. Did you mean: `{hint}`?") from None
+            if ns is not None and ns.lower() == _NAMESPACE.lower():
+                known = ", ".join(f"`{spec.env_id}`" for spec in TASKS.values() if spec.entry_point is not None)
+                raise type(e)(f"Environment `{env_id}` doesn't exist. The {_NAMESPACE} ids are {known}.") from None
+            raise
+
+    check_with_hint._agentrl_hints = True  # type: ignore[attr-defined]
+    registration._check_version_exists = check_with_hint
 
 
 def create_env(*, task: str, controller_url: str | None = None, **kwargs: Any) -> gym.Env:
@@ -136,8 +210,8 @@ def resolve_task(name: str) -> tuple[TaskSpec, str | None]:
             known[spec.upstream_name(split)] = (spec, split)
     if name in known:
         return known[name]
-    hint = difflib.get_close_matches(name, list(known), n=1)
-    suggestion = f" Did you mean {hint[0]!r}?" if hint else ""
+    hint = _closest(name, known)
+    suggestion = f" Did you mean {hint!r}?" if hint else ""
     raise UnknownTaskError(f"Unknown task {name!r}.{suggestion} Known tasks: {', '.join(TASKS)}.")
 
 
