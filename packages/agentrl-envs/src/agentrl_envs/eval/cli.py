@@ -21,6 +21,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from agentrl_envs.core.data import DataRoot
@@ -148,13 +149,14 @@ async def _evaluate(args: argparse.Namespace, session: _Session, console: Consol
             try:
                 await evaluation.prepare()
             except EnvError as e:
-                console.print(f"[red]agentrl-eval: error:[/red] {e}", highlight=False, soft_wrap=True)
+                # escape(): an error's text is printed as is; rich would take "[alfworld]" for markup and drop it
+                console.print(f"[red]agentrl-eval: error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
                 return EXIT_USAGE
             session.planned = evaluation.planned_samples()
             progress.update(bar, total=evaluation.total, description="episodes")
             await evaluation.run()
     except AgentRLError as e:  # AgentConfigError, or an environment that cannot be made at all
-        console.print(f"[red]agentrl-eval: failed:[/red] {e}", highlight=False, soft_wrap=True)
+        console.print(f"[red]agentrl-eval: failed:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         return EXIT_FAILED
     finally:
         if client is not None:
