@@ -112,6 +112,18 @@ def test_build_gives_three_wheels_and_sdists_with_every_source_file(dist: Path) 
         assert shipped == expected, package  # package data too (the OS image script, py.typed)
 
 
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_wheel_describes_itself_with_its_readme_and_scripts(dist: Path, package: str) -> None:
+    info = f"{package.replace('-', '_')}-0.1.0.dist-info"
+    with zipfile.ZipFile(_wheel(dist, package)) as wheel:
+        metadata = wheel.read(f"{info}/METADATA").decode()
+        scripts = [line.split("=")[0].strip() for line in wheel.read(f"{info}/entry_points.txt").decode().splitlines()]
+    description = metadata.split("\n\n", 1)[1]
+    assert description == (REPO / "packages" / package / "README.md").read_text()
+    scripts = [name for name in scripts if name and not name.startswith("[")]
+    assert scripts and all(f"{name} " in description for name in scripts), scripts  # a quickstart per script
+
+
 def test_trainer_metadata_takes_a_torch_range(dist: Path) -> None:
     with zipfile.ZipFile(_wheel(dist, "agentrl-trainer")) as wheel:
         metadata = wheel.read("agentrl_trainer-0.1.0.dist-info/METADATA").decode()
