@@ -150,7 +150,8 @@ class BFCLEnv(ToolEnv):
             return self._end_turn()
         checked = [self._callable.check(call) for call in message.tool_calls]
         runnable = [c for c in checked if _refusal(c) is None]
-        results = iter(self._session.execute([self.upstream.call_string(c.name, c.arguments) for c in runnable]))
+        strings = [self.upstream.call_string(c.name, c.arguments) for c in runnable]
+        results = iter(self._session.execute(strings) if strings else [])
         replies = [tool_message(_refusal(c) or next(results), c.id) for c in checked]
         info = {"turn": self._turn}
         if runnable:
