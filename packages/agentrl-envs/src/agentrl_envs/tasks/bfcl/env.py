@@ -25,7 +25,7 @@ from agentrl_envs.core.errors import DataError
 from agentrl_envs.core.messages import AssistantMessage, Message, system_message, tool_message, user_message
 from agentrl_envs.core.spaces import ActionSpace
 from agentrl_envs.core.status import SampleStatus
-from agentrl_envs.core.tools import CheckedCall, ToolBox, ToolCallError
+from agentrl_envs.core.tools import CheckedCall, ToolCallError
 from agentrl_envs.tasks.bfcl.backend import BFCLSession
 from agentrl_envs.tasks.bfcl.data import CATEGORIES, BFCLCategory, BFCLSample, function_docs, load_samples
 from agentrl_envs.tasks.bfcl.fetch import ensure_bfcl
@@ -91,6 +91,8 @@ class BFCLEnv(ToolEnv):
         self._max_rounds_option = max_rounds
         super().__init__(split=split, mode=mode, data_root=data_root, max_rounds=max_rounds, render_mode=render_mode)
         self.samples: list[BFCLSample] = load_samples(self.data.path, self.category)
+        self._all_tools = self.toolbox
+        """Every function of the multi-turn backends (names are unique across them); episodes offer subsets."""
         self._session: BFCLSession | None = None
         self._callable = self.toolbox
         self._docs: list[dict[str, Any]] = []
@@ -134,7 +136,7 @@ class BFCLEnv(ToolEnv):
         held_back = [doc for docs in self._revealed.values() for doc in docs]
         # BFCL's executor runs any method of the entry's classes, offered yet or not (miss_func 49's ground
         # truth calls a held-back function before its turn), so calls are checked against all of them.
-        self._callable = ToolBox(self.upstream.openai_tools([*self._docs, *held_back], self.category.name))
+        self._callable = self._all_tools.subset([doc["name"] for doc in [*self._docs, *held_back]])
         self._offer(self._docs)
         self._turn = -1
         limit = self._max_rounds_option or len(sample.turns) * (self.step_limit + 2)
@@ -215,8 +217,8 @@ class BFCLEnv(ToolEnv):
         return str(prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC)
 
     def _offer(self, docs: list[dict[str, Any]]) -> None:
-        """Make ``docs`` the tools of the episode (``info["tools"]``, checks, the action space)."""
-        self.toolbox = ToolBox(self.upstream.openai_tools(docs, self.category.name))
+        """Make ``docs`` the tools of the episode (``info["tools"]`` and the action space)."""
+        self.toolbox = self._all_tools.subset([doc["name"] for doc in docs])
         self.action_space = ActionSpace(self.toolbox.schemas)
 
 
