@@ -157,7 +157,7 @@ def fetch_bfcl(source: str | None = None, *, cache_dir: Path | None = None, forc
     if (target / _COMPLETE).is_file() and not force:
         return target
     wheel_path = _cached_wheel(source, target.parent)
-    _extract(wheel_path, target)
+    _extract(wheel_path, target, force=force)
     logger.info("BFCL %s extracted to %s", BFCL_WHEEL.version, target)
     return target
 
@@ -207,7 +207,7 @@ def _copy_or_download(source: str, destination: Path) -> None:
     shutil.copyfile(local, destination)
 
 
-def _extract(wheel_path: Path, target: Path) -> None:
+def _extract(wheel_path: Path, target: Path, *, force: bool = False) -> None:
     """Extract :data:`MEMBERS` into a fresh folder next to ``target``, then move it into place."""
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
     try:
@@ -222,7 +222,9 @@ def _extract(wheel_path: Path, target: Path) -> None:
                 destination.write_bytes(archive.read(member))
         marker = {"package": "bfcl-eval", "version": BFCL_WHEEL.version, "sha256": BFCL_WHEEL.sha256}
         (staging / _COMPLETE).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-        if target.exists():
+        if (target / _COMPLETE).is_file() and not force:  # another process finished first: keep its tree
+            return
+        if target.exists():  # a tree without its marker (an interrupted copy by hand), or --force
             shutil.rmtree(target)
         try:
             os.rename(staging, target)
