@@ -82,6 +82,8 @@ if [ "${AGENTRL_TEST_ASSETS:-0}" = 1 ]; then
     # The ALFWorld games the tests play: the test split, and the train sample of tests/.../alfworld/test_oracle.py.
     background "ALFWorld games" bash -c 'uv run --frozen python -m agentrl_envs.tasks.alfworld.prepare --split test &&
         uv run --frozen python -m agentrl_envs.tasks.alfworld.prepare --split train --limit 3000 --stride 15'
+    # BFCL's pinned wheel from PyPI (2 MB, sha256-checked), extracted into the cache the BFCL tests read.
+    background "BFCL wheel" uv run --frozen python -m agentrl_envs.tasks.bfcl.fetch
 fi
 
 # The OS task's bwrap root filesystems (debootstrap + apt, several minutes once; cached under the cache dir,

@@ -5,17 +5,25 @@ import pytest
 
 import agentrl_envs
 from agentrl_envs.core import TASKS, UnknownTaskError, resolve_task
+from agentrl_envs.core.registry import TASK_GROUPS, expand_tasks
 
 
 def test_short_names_are_the_contract() -> None:
-    assert sorted(TASKS) == ["alfworld", "db", "kg", "os", "webshop"]
+    bfcl = ["bfcl_base", "bfcl_long_context", "bfcl_miss_func", "bfcl_miss_param"]
+    assert sorted(TASKS) == ["alfworld", *bfcl, "db", "kg", "os", "webshop"]
     assert {spec.env_id for spec in TASKS.values()} == {
         "AgentBench/ALFWorld-v0",
+        "AgentBench/BFCL-Base-v0",
+        "AgentBench/BFCL-LongContext-v0",
+        "AgentBench/BFCL-MissFunc-v0",
+        "AgentBench/BFCL-MissParam-v0",
         "AgentBench/DB-v0",
         "AgentBench/KG-v0",
         "AgentBench/OS-v0",
         "AgentBench/WebShop-v0",
     }
+    assert TASK_GROUPS["bfcl"] == ("bfcl_base", "bfcl_miss_func", "bfcl_miss_param", "bfcl_long_context")
+    assert expand_tasks("db, bfcl") == ["db", *TASK_GROUPS["bfcl"]]
 
 
 def test_import_registers_every_implemented_task() -> None:
@@ -32,6 +40,8 @@ def test_import_registers_every_implemented_task() -> None:
         ("dbbench-env_train", "db", "train"),
         ("kg-dev", "kg", "dev"),
         ("os-std", "os", "test"),
+        ("bfcl_multi_turn_base-std", "bfcl_base", "test"),
+        ("AgentBench/BFCL-MissFunc-v0", "bfcl_miss_func", None),
     ],
 )
 def test_resolve_task(name: str, short: str, split: str | None) -> None:
@@ -92,3 +102,8 @@ def test_public_api_is_sorted_and_exported(module: object) -> None:
     assert module.__all__ == sorted(set(module.__all__), key=_isort_key)
     for name in module.__all__:
         assert hasattr(module, name), name
+
+
+def test_bfcl_has_only_a_test_split() -> None:
+    with pytest.raises(UnknownTaskError, match=re.escape("Did you mean 'bfcl_multi_turn_base-std'?")):
+        resolve_task("bfcl_multi_turn_base-dev")

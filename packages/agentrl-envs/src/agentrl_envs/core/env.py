@@ -94,7 +94,7 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         self.split = split
         self.mode: Mode = mode
         self.render_mode = render_mode
-        self.data = DataRoot.find(data_root)
+        self.data = self._find_data(data_root)
         self.max_rounds = max_rounds or self.default_max_rounds
         self.toolbox = ToolBox(self._tool_schemas())
         self.observation_space = MessagesSpace()
@@ -106,6 +106,10 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         self._last_info: dict[str, Any] = {}
 
     # ----------------------------------------------------------------- task hooks
+
+    def _find_data(self, data_root: str | None) -> DataRoot:
+        """The task's data: the AgentBench data root (a task built on other data overrides this)."""
+        return DataRoot.find(data_root)
 
     @abstractmethod
     def _tool_schemas(self) -> list[dict[str, Any]]:

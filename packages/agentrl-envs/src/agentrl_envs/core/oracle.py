@@ -29,8 +29,12 @@ class Oracle(ABC):
             **options: Task-specific options (the same ones the env takes, e.g. a train file path).
         """
         self.split = split
-        self.data = DataRoot.find(data_root)
+        self.data = self._find_data(data_root)
         self.options = options
+
+    def _find_data(self, data_root: str | None) -> DataRoot:
+        """The task's data: the AgentBench data root (a task built on other data overrides this)."""
+        return DataRoot.find(data_root)
 
     @abstractmethod
     def begin(self, index: int) -> None:

@@ -1,8 +1,10 @@
-"""The five AgentBench tasks: their names, env ids and Gymnasium registration.
+"""The tasks: their names, env ids and Gymnasium registration.
 
-Each task has a short name (``db``), a versioned env id (``AgentBench/DB-v0``) and upstream's controller
-names (``dbbench-std`` for test, ``dbbench-env_train`` for train, ``dbbench-dev`` for dev). The table is
-explicit; a task whose environment has not landed yet has no entry point and is not registered.
+The five AgentBench tasks, and the four BFCL multi-turn categories (held-out generalization, test split
+only). Each task has a short name (``db``, ``bfcl_base``), a versioned env id (``AgentBench/DB-v0``,
+``AgentBench/BFCL-Base-v0``) and controller names (upstream's ``dbbench-std`` for test,
+``dbbench-env_train`` for train, ``dbbench-dev`` for dev; ``bfcl_multi_turn_base-std`` for BFCL). The table
+is explicit; a task whose environment has not landed yet has no entry point and is not registered.
 
 A misspelled name gets a "Did you mean" hint, whether it reaches :func:`make` or ``gym.make`` (see
 :func:`suggest_env_id`).
@@ -23,7 +25,17 @@ from gymnasium.envs import registration
 
 from agentrl_envs.core.errors import UnknownTaskError
 
-__all__ = ["TASKS", "TaskSpec", "create_env", "make", "register_envs", "resolve_task", "suggest_env_id"]
+__all__ = [
+    "TASKS",
+    "TASK_GROUPS",
+    "TaskSpec",
+    "create_env",
+    "expand_tasks",
+    "make",
+    "register_envs",
+    "resolve_task",
+    "suggest_env_id",
+]
 
 _SPLIT_SUFFIX = {"test": "std", "train": "env_train", "dev": "dev"}
 _NAMESPACE = "AgentBench"
@@ -43,6 +55,10 @@ class TaskSpec:
     """``module:Class`` of the environment, or ``None`` while the task is not implemented."""
     oracle: str | None = None
     """``module:Class`` of the task's :class:`~agentrl_envs.core.oracle.Oracle`."""
+    benchmark: str = "agentbench"
+    """Whose data the task reads: ``agentbench`` (the AgentBench data root) or ``bfcl`` (BFCL's wheel)."""
+    splits: tuple[str, ...] = ("test", "dev", "train")
+    """The splits the task has."""
 
     def upstream_name(self, split: str) -> str:
         """Upstream's controller name for a split, e.g. ``dbbench-std`` for ``test``."""
@@ -92,8 +108,31 @@ TASKS: dict[str, TaskSpec] = {
             "agentrl_envs.tasks.webshop.env:WebShopEnv",
             "agentrl_envs.tasks.webshop.oracle:WebShopOracle",
         ),
+        *(
+            TaskSpec(
+                short_name,
+                env_id,
+                f"bfcl_{category}",
+                f"bfcl_{category}",
+                f"agentrl_envs.tasks.bfcl.env:{name}Env",
+                f"agentrl_envs.tasks.bfcl.oracle:{name}Oracle",
+                benchmark="bfcl",
+                splits=("test",),
+            )
+            for short_name, env_id, category, name in (
+                ("bfcl_base", "AgentBench/BFCL-Base-v0", "multi_turn_base", "BFCLBase"),
+                ("bfcl_miss_func", "AgentBench/BFCL-MissFunc-v0", "multi_turn_miss_func", "BFCLMissFunc"),
+                ("bfcl_miss_param", "AgentBench/BFCL-MissParam-v0", "multi_turn_miss_param", "BFCLMissParam"),
+                ("bfcl_long_context", "AgentBench/BFCL-LongContext-v0", "multi_turn_long_context", "BFCLLongContext"),
+            )
+        ),
     )
 }
+
+TASK_GROUPS: dict[str, tuple[str, ...]] = {
+    "bfcl": ("bfcl_base", "bfcl_miss_func", "bfcl_miss_param", "bfcl_long_context"),
+}
+"""Names that stand for several tasks in ``--tasks`` lists: ``bfcl`` is BFCL's four multi-turn categories."""
 
 
 def register_envs() -> None:
@@ -123,7 +162,7 @@ def suggest_env_id(env_id: str) -> str | None:
         if spec.entry_point is None:
             continue
         env_name = spec.env_id.partition("/")[2].rsplit("-v", 1)[0]
-        upstream = [spec.upstream_name(split) for split in _SPLIT_SUFFIX]
+        upstream = [spec.upstream_name(split) for split in spec.splits]
         for alias in (env_name, spec.short_name, spec.upstream_key, *upstream):
             names.setdefault(alias, spec.env_id)
     if not namespace:
@@ -206,13 +245,21 @@ def resolve_task(name: str) -> tuple[TaskSpec, str | None]:
     for spec in TASKS.values():
         known[spec.short_name] = (spec, None)
         known[spec.env_id] = (spec, None)
-        for split in _SPLIT_SUFFIX:
+        for split in spec.splits:
             known[spec.upstream_name(split)] = (spec, split)
     if name in known:
         return known[name]
     hint = _closest(name, known)
     suggestion = f" Did you mean {hint!r}?" if hint else ""
     raise UnknownTaskError(f"Unknown task {name!r}.{suggestion} Known tasks: {', '.join(TASKS)}.")
+
+
+def expand_tasks(names: str) -> list[str]:
+    """A comma-separated task list with groups (``bfcl``) replaced by their tasks, e.g. ``db,bfcl``."""
+    expanded: list[str] = []
+    for name in [n.strip() for n in names.split(",") if n.strip()]:
+        expanded += TASK_GROUPS.get(name, (name,))
+    return expanded
 
 
 def make(task: str, **kwargs: Any) -> gym.Env:

@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import AgentRLError, EnvError, UnknownTaskError
-from agentrl_envs.core.registry import TASKS, resolve_task
+from agentrl_envs.core.registry import TASKS, expand_tasks, resolve_task
 from agentrl_envs.eval.agents import AgentFactory, OracleAgent, RandomAgent
 from agentrl_envs.eval.openai_agent import OpenAIAgent, OpenAIChatClient, RetryPolicy
 from agentrl_envs.eval.records import EpisodeRecord
@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agentrl-eval",
         description="Evaluate an agent on AgentBench-FC tasks; writes DIR/results.json and DIR/episodes.jsonl.",
     )
-    parser.add_argument("--tasks", required=True, help="comma-separated task names: db,kg or dbbench-dev or ...")
+    parser.add_argument(
+        "--tasks", required=True, help="comma-separated task names: db,kg or dbbench-dev or bfcl (its 4 categories)"
+    )
     parser.add_argument("--split", choices=("test", "dev", "train"), help="default: test (or the upstream name's)")
     parser.add_argument("--agent", choices=("oracle", "random", "openai"), default="oracle")
     model = parser.add_argument_group("openai agent")
@@ -177,23 +179,24 @@ def _plans(args: argparse.Namespace) -> list[TaskPlan]:
             raise EnvError(f"--{flag} must be at least 1, got {getattr(args, flag)}.")
     if args.limit is not None and args.limit < 1:
         raise EnvError(f"--limit must be at least 1, got {args.limit}.")
-    DataRoot.find(args.data_root)
+    names = expand_tasks(args.tasks)
+    needs_data_root = [resolve_task(name)[0].benchmark == "agentbench" for name in names]
+    if any(needs_data_root):
+        DataRoot.find(args.data_root)
     indices = _parse_indices(args.indices) if args.indices else None
     options = _parse_options(args.option)
-    if args.data_root:
-        options["data_root"] = args.data_root
     if args.backend:
         options["backend"] = args.backend
     env_options = dict(options)
     if args.controller:
-        if args.backend or options.keys() - {"data_root"}:
+        if args.backend or options:
             raise EnvError("--backend and --option configure the controller's tasks, not --controller runs; drop them.")
         env_options["controller_url"] = args.controller
         token = args.controller_token or os.environ.get("AGENTRL_CONTROLLER_TOKEN")
         if token:
             env_options["token"] = token
     plans: list[TaskPlan] = []
-    for name in [n.strip() for n in args.tasks.split(",") if n.strip()]:
+    for name, needs_root in zip(names, needs_data_root, strict=True):
         spec, implied_split = resolve_task(name)
         if spec.entry_point is None and not args.controller:  # a controller may serve it from elsewhere
             implemented = [t.short_name for t in TASKS.values() if t.entry_point]
@@ -203,7 +206,12 @@ def _plans(args: argparse.Namespace) -> list[TaskPlan]:
         if any(p.name == spec.short_name for p in plans):
             raise EnvError(f"Task {spec.short_name!r} is given twice in --tasks.")
         split = args.split or implied_split or "test"
-        plans.append(TaskPlan(spec.short_name, split, dict(env_options), indices, args.limit))
+        if split not in spec.splits:
+            raise EnvError(f"Task {spec.short_name!r} has no {split} split; it has {list(spec.splits)}.")
+        task_options = dict(env_options)
+        if args.data_root and needs_root:  # the AgentBench data root; BFCL reads its own fetched tree
+            task_options["data_root"] = args.data_root
+        plans.append(TaskPlan(spec.short_name, split, task_options, indices, args.limit))
     if not plans:
         raise EnvError("--tasks is empty; give e.g. --tasks db.")
     return plans
@@ -273,4 +281,9 @@ def _agent_factory(args: argparse.Namespace, client: OpenAIChatClient | None) ->
     if args.agent == "random":
         return lambda task, split: RandomAgent(seed=args.seed)
     options = _parse_options(args.option)
-    return lambda task, split: OracleAgent(task, split=split, data_root=args.data_root, **options)
+
+    def oracle(task: str, split: str) -> OracleAgent:
+        data_root = args.data_root if TASKS[task].benchmark == "agentbench" else None
+        return OracleAgent(task, split=split, data_root=data_root, **options)
+
+    return oracle

@@ -5,6 +5,8 @@
 ``status_counts`` and ``infra_errors`` but left out of ``success_rate`` and ``mean_reward``: it says nothing
 about the agent. ``success_rate`` is the mean over runs of each run's success rate and ``std`` their
 population standard deviation (0 for one run); ``average`` is the mean of the tasks' success rates.
+When BFCL categories were played, a ``bfcl`` block gives their figures in BFCL's own terms (see
+:mod:`agentrl_envs.tasks.bfcl.report`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentrl_envs.eval.records import EpisodeRecord
+from agentrl_envs.tasks.bfcl.report import bfcl_results
 
 __all__ = ["EpisodeWriter", "print_table", "summarize", "write_results"]
 
@@ -63,12 +66,17 @@ def summarize(records: Iterable[EpisodeRecord], planned: dict[str, int], runs: i
         planned: Samples per task (``n``), in the order the tasks were given.
         runs: How many times each sample was meant to be played.
     """
+    records = list(records)
     by_task: dict[str, list[EpisodeRecord]] = {task: [] for task in planned}
     for record in records:
         by_task.setdefault(record.task, []).append(record)
     tasks = {task: _task_figures(by_task[task], planned.get(task, 0), runs) for task in by_task}
     rates = [figures["success_rate"] for figures in tasks.values() if figures["success_rate"] is not None]
-    return {"tasks": tasks, "average": statistics.fmean(rates) if rates else None}
+    results: dict[str, Any] = {"tasks": tasks, "average": statistics.fmean(rates) if rates else None}
+    bfcl = bfcl_results(records)
+    if bfcl is not None:
+        results["bfcl"] = bfcl
+    return results
 
 
 def _task_figures(records: list[EpisodeRecord], n: int, runs: int) -> dict[str, Any]:
@@ -122,6 +130,24 @@ def print_table(results: dict[str, Any], console: Console) -> None:
     for task, f in results["tasks"].items():
         statuses = ", ".join(f"{status}: {count}" for status, count in f["status_counts"].items())
         console.print(f"{task} statuses: {statuses or '-'}", highlight=False, soft_wrap=True)
+    if "bfcl" in results:
+        _print_bfcl(results["bfcl"], console)
+
+
+def _print_bfcl(bfcl: dict[str, Any], console: Console) -> None:
+    """BFCL's multi-turn columns: overall (unweighted mean of the four categories), then each category."""
+    table = Table(title="BFCL multi-turn (BFCL's accuracy: every entry counts)")
+    for column in ("category", "accuracy", "correct", "total"):
+        table.add_column(column, justify="left" if column == "category" else "right", no_wrap=True)
+    for name, figures in bfcl.items():
+        if name == "multi_turn_overall":
+            continue
+        table.add_row(name, _percent(figures["accuracy"]), str(figures["correct_count"]), str(figures["total_count"]))
+    overall = bfcl["multi_turn_overall"]
+    table.add_section()
+    accuracy = _percent(overall["accuracy"]) if overall["complete"] else "N/A (not all four categories)"
+    table.add_row("multi_turn_overall", accuracy, "", str(overall["total_count"]))
+    console.print(table)
 
 
 def _percent(value: float | None) -> str:
