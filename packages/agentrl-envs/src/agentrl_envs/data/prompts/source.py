@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import string
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -45,7 +46,10 @@ class PySource:
     def __init__(self, path: str, code: str) -> None:
         """Parse ``code``, the contents of upstream's ``path``."""
         self.path = path
-        self.tree = ast.parse(code, filename=path)
+        with warnings.catch_warnings():
+            # upstream has invalid escapes such as b'\x1b\[' (valid, with a warning, and read as written)
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            self.tree = ast.parse(code, filename=path)
 
     def constant(self, name: str) -> ast.expr:
         """The value of a module-level ``NAME = ...``."""
