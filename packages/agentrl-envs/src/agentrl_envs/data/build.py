@@ -48,7 +48,7 @@ class DataRootInfo(BaseModel):
     files: dict[str, str]
     """Data-root path -> git blob id of each copied file."""
     missing: dict[str, str]
-    """Data-root path (or upstream path, for a prompts source) -> upstream path, for each listed file the source lacked."""
+    """Data-root path (upstream path, for a prompts source) -> upstream path, of each listed file the source lacked."""
     prompts_tasks: list[str]
     """The tasks ``prompts.json`` has texts for."""
 
@@ -72,8 +72,10 @@ def read_info(root: Path) -> DataRootInfo | None:
 
 @contextlib.contextmanager
 def locked(dest: Path) -> Iterator[None]:
-    """Hold the build lock of a destination (other builders of it wait), and clear staging folders left by
-    builds that were killed."""
+    """Hold the build lock of a destination (other builders of it wait).
+
+    Staging folders left by builds that were killed are cleared while the lock is held.
+    """
     dest.parent.mkdir(parents=True, exist_ok=True)
     with open(dest.parent / f".{dest.name}.lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -34,13 +34,17 @@ def add_commands(groups: Any) -> None:
     _common(local)
     local.set_defaults(run=_import)
     status = commands.add_parser("status", help="What the data root holds: commit, source, usable splits.")
-    status.add_argument("--data-root", default=None, help=f"The root to inspect (default ${DATA_ROOT_ENV}, else the cache).")
+    status.add_argument(
+        "--data-root", default=None, help=f"The root to inspect (default ${DATA_ROOT_ENV}, else the cache)."
+    )
     status.set_defaults(run=_status)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--commit", default=PINNED_COMMIT, help=f"Upstream commit (default {PINNED_COMMIT}).")
-    parser.add_argument("--dest", default=None, help="The data root to build (default $AGENTRL_CACHE_DIR/agentbench/<commit>).")
+    parser.add_argument(
+        "--dest", default=None, help="The data root to build (default $AGENTRL_CACHE_DIR/agentbench/<commit>)."
+    )
     parser.add_argument("--tree", default=None, help="`git ls-tree -r <commit>` output, for a commit not pinned here.")
     parser.add_argument("--force", action="store_true", help="Rebuild even if the data root is already there.")
 
@@ -81,7 +85,7 @@ def _describe(status: RootStatus) -> str:
     else:
         lines.append(f"  commit {info.commit}, from {info.source}, built {info.built_at}")
         lines.append(f"  {len(info.files)} upstream files, each verified against its git blob id")
-        for path, upstream in sorted(info.missing.items()):
+        for upstream in sorted(info.missing.values()):
             lines.append(f"  absent from the source: {upstream}")
     lines.append("  splits:")
     for split in status.splits:

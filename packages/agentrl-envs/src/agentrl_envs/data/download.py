@@ -96,7 +96,13 @@ def _bar(enabled: bool, url: str, total: int | None) -> Iterator[Callable[[int],
     if not enabled:
         yield lambda nbytes: None
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=Console(stderr=True)) as progress:
         task = progress.add_task(f"AgentBench {url.rsplit('/', 1)[-1][:7]}", total=total)
         yield lambda nbytes: progress.advance(task, nbytes)

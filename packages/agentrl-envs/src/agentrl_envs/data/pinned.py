@@ -37,7 +37,7 @@ class TreeListing:
 
     @classmethod
     def parse(cls, commit: str, text: str, *, origin: str) -> TreeListing:
-        """Read ``git ls-tree -r`` output (``<mode> blob <id>\\t<path>`` per line), keeping the files the project uses.
+        r"""Read ``git ls-tree -r`` output (``<mode> blob <id>\t<path>`` per line), keeping the files the project uses.
 
         Raises:
             DataError: If a line is not ``git ls-tree`` output.
@@ -74,4 +74,6 @@ def load_listing(commit: str = PINNED_COMMIT, tree_file: str | Path | None = Non
             f"No tree listing of commit {commit} ships with agentrl-envs (only {PINNED_COMMIT}), so its files "
             f"cannot be verified. Pass its listing with --tree FILE (`git ls-tree -r {commit} > FILE` in a clone)."
         )
-    return TreeListing.parse(commit, packaged.read_text(encoding="utf-8"), origin=f"agentrl_envs/data/pinned/{commit}.tree")
+    return TreeListing.parse(
+        commit, packaged.read_text(encoding="utf-8"), origin=f"agentrl_envs/data/pinned/{commit}.tree"
+    )

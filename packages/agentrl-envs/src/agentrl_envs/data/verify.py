@@ -10,7 +10,7 @@ __all__ = ["blob_id", "check_blob"]
 
 
 def blob_id(data: bytes) -> str:
-    """The id git gives a file's contents: ``sha1(b"blob <size>\\0" + data)``."""
+    r"""The id git gives a file's contents: ``sha1(b"blob <size>\0" + data)``."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 

@@ -96,7 +96,7 @@ def _loop(out: TaskTexts, task: PySource, available_actions: str) -> None:
 
 
 def _banner_cut(node: ast.expr) -> tuple[dict[str, object], ast.AST]:
-    """``'\\n'.join(ob[0].split('\\n\\n')[1:])``: split on a separator, drop the first parts, join the rest."""
+    r"""``'\n'.join(ob[0].split('\n\n')[1:])``: split on a separator, drop the first parts, join the rest."""
     match node:
         case ast.Call(
             func=ast.Attribute(value=join_with, attr="join"),

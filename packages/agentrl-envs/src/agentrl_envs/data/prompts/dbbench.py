@@ -53,7 +53,9 @@ def derive(files: UpstreamFiles) -> TaskTexts:
         scope,
         lambda: (template(n := assigned(failed, "response"), error, expect={"error"}), n),
     )
-    out.put("sql_timeout_seconds", task, scope, lambda: (literal((n := calls(start, "asyncio.wait_for")[0]).args[1]), n))
+    out.put(
+        "sql_timeout_seconds", task, scope, lambda: (literal((n := calls(start, "asyncio.wait_for")[0]).args[1]), n)
+    )
     scope = "MySQLDatabase.execute"
     out.put("truncation", interaction, scope, lambda: _truncation(interaction.function(scope)))
     return out
@@ -78,4 +80,3 @@ def _truncation(execute: ast.AST) -> tuple[dict[str, object], ast.AST]:
             limit = test.test.comparators[0]
             return {"limit": literal(limit), "keep": literal(keep), "suffix": text(suffix)}, test
     raise DerivationError(f"`result_str = {ast.unparse(cut)[:60]}` is not result_str[:N] + '<suffix>'")
-

@@ -33,7 +33,9 @@ def derive(files: UpstreamFiles) -> TaskTexts:
     out.put("system_prompt_template", const, "INSTRUCTIONS", lambda: (text(n := const.constant("INSTRUCTIONS")), n))
     out.put("one_shot_messages", const, "ONE_SHOT", lambda: (literal(n := const.constant("ONE_SHOT")), n))
     out.put("tools", const, "TOOLS", lambda: (literal(n := const.constant("TOOLS")), n))
-    out.put("tools_param_order", const, "TOOLS_PARAM_ORDER", lambda: (literal(n := const.constant("TOOLS_PARAM_ORDER")), n))
+    out.put(
+        "tools_param_order", const, "TOOLS_PARAM_ORDER", lambda: (literal(n := const.constant("TOOLS_PARAM_ORDER")), n)
+    )
     scope = "KnowledgeGraph.sync_start_sample"
     run = task.function(scope)
     out.put("entities_separator", task, scope, lambda: _entities_join(run))

@@ -27,7 +27,9 @@ def derive(files: UpstreamFiles) -> TaskTexts:
     """The ``webshop`` entry of ``prompts.json``."""
     out = TaskTexts("webshop")
     task = PySource(TASK, files.text(TASK))
-    out.put("system_prompt", task, "prompt_with_max_turn", lambda: (text(n := task.constant("prompt_with_max_turn")), n))
+    out.put(
+        "system_prompt", task, "prompt_with_max_turn", lambda: (text(n := task.constant("prompt_with_max_turn")), n)
+    )
     scope = "WebShop.sync_start_sample"
     run = task.function(scope)
     first_round = branch(run, "j == 0")
