@@ -55,7 +55,8 @@ class DBEnv(ToolEnv):
         """Load the split and set up the database backend.
 
         Args:
-            split: ``test`` (standard.jsonl, 300), ``dev`` (dev.jsonl, 60) or ``train`` (db_out_new.jsonl, ``train_file``).
+            split: ``test`` (standard.jsonl, 300), ``dev`` (dev.jsonl, 60) or ``train`` (db_out_new.jsonl).
+                ``train_file`` replaces the training file.
             mode: ``fc`` or ``text``.
             data_root: The AgentBench data root.
             max_rounds: Assistant turns per episode; defaults to the config's ``max_round`` (15).
