@@ -3,10 +3,13 @@ archive by ``agentrl-envs data fetch`` (once per session, in a temporary folder)
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import tarfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -35,6 +38,26 @@ def reference_root() -> Path:
 def built_root(upstream_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data root built from the archive mirror by the fetch code path."""
     return fetch(source=upstream_archive, dest=tmp_path_factory.mktemp("built") / "root", show_progress=False)
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's signature
+        pass
+
+
+@pytest.fixture
+def mirror(upstream_archive: Path) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 serving the archive's folder; yields the archive's URL."""
+    handler = functools.partial(_QuietHandler, directory=str(upstream_archive.parent))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/{upstream_archive.name}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def rewrite_archive(source: Path, target: Path, change: Callable[[str, bytes], bytes]) -> None:

@@ -3,10 +3,6 @@ from a URL with no archive (a clear error, nothing left)."""
 
 from __future__ import annotations
 
-import functools
-import threading
-from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -16,26 +12,6 @@ from agentrl_envs.core.errors import DataError
 from agentrl_envs.data import fetch, read_info
 
 from .conftest import leftovers
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's signature
-        pass
-
-
-@pytest.fixture
-def mirror(upstream_archive: Path) -> Iterator[str]:
-    """An HTTP server on 127.0.0.1 serving the archive's folder; yields the archive's URL."""
-    handler = functools.partial(_QuietHandler, directory=str(upstream_archive.parent))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/{upstream_archive.name}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def test_fetch_by_url_builds_the_root(mirror: str, built_root: Path, tmp_path: Path) -> None:
