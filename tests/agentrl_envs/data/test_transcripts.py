@@ -16,15 +16,18 @@ from agentrl_envs.core.errors import AgentRLError
 from agentrl_envs.core.oracle import load_oracle
 from agentrl_envs.core.registry import TASKS
 
+from .replay_sandbox import ReplayBackend
+
 Transcript = list[tuple[Any, ...]]
 
 CASES = [
-    pytest.param(task, split, marks=[pytest.mark.slow] if task in ("os", "alfworld") else [])
+    pytest.param(task, split, marks=[pytest.mark.slow] if task == "alfworld" else [])
     for task in ("db", "kg", "webshop", "os", "alfworld")
     for split in ("test", "dev")
 ]
-"""OS runs shell commands in sandboxes and ALFWorld plays its games (a minute or two per root); both are ``slow``."""
-OPTIONS = {"alfworld": {"engine": "process"}}
+"""ALFWorld plays its games in TextWorld (minutes per root on a loaded machine), so it is ``slow``."""
+OPTIONS: dict[str, dict[str, Any]] = {"alfworld": {"engine": "process"}, "os": {"backend": ReplayBackend()}}
+"""The OS env runs on :class:`ReplayBackend`: a real shell's output varies between runs whatever the data root."""
 
 
 def play(task: str, split: str, root: Path) -> list[Transcript]:

@@ -7,7 +7,7 @@ sources under ``src/server/tasks/`` are read to derive ``prompts.json`` and are 
 
 from __future__ import annotations
 
-__all__ = ["DATA_DIRS", "CONFIG_NAMES", "MOVED_DIRS", "PROMPT_SOURCES", "data_root_path", "is_used"]
+__all__ = ["CONFIG_NAMES", "COPIED_FILES", "DATA_DIRS", "MOVED_DIRS", "PROMPT_SOURCES", "data_root_path", "is_used"]
 
 DATA_DIRS = ("data/alfworld/", "data/dbbench/", "data/knowledgegraph/", "data/os_interaction/")
 """Upstream data folders of the five FC tasks (WebShop's data is generated, not in the repository)."""
@@ -41,7 +41,9 @@ def data_root_path(upstream_path: str) -> str | None:
     return None
 
 
+_SOURCES = frozenset(path for paths in PROMPT_SOURCES.values() for path in paths)
+
+
 def is_used(upstream_path: str) -> bool:
     """Whether the project reads an upstream file (copied into the data root, or a source of ``prompts.json``)."""
-    sources = {path for paths in PROMPT_SOURCES.values() for path in paths}
-    return data_root_path(upstream_path) is not None or upstream_path in sources
+    return data_root_path(upstream_path) is not None or upstream_path in _SOURCES
