@@ -73,3 +73,13 @@ def test_import_of_a_checkout_builds_the_same_root(built_root: Path, upstream_ar
         == json.loads((built_root / "prompts.json").read_text())["tasks"]
     )
     assert read_info(root).source == str(checkout.resolve())  # type: ignore[union-attr]
+
+
+def test_concurrent_fetches_build_the_root_once(upstream_archive: Path, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    dest = tmp_path / "root"
+    with ThreadPoolExecutor(3) as pool:
+        roots = list(pool.map(lambda _: fetch(source=upstream_archive, dest=dest, show_progress=False), range(3)))
+    assert roots == [dest] * 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".root.lock", "root"]

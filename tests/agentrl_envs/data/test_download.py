@@ -48,3 +48,16 @@ def test_a_url_without_an_archive_is_a_clear_error(tmp_path: Path) -> None:
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries without sleeping."""
     monkeypatch.setattr("agentrl_envs.data.download.time.sleep", lambda seconds: None)
+
+
+def test_a_body_cut_on_every_try_fails_cleanly(tmp_path: Path) -> None:
+    class Cut(httpx.SyncByteStream):
+        def __iter__(self):  # noqa: ANN204 - the stream protocol
+            yield b"\x1f\x8b partial"
+            raise httpx.ReadError("connection reset")
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, stream=Cut()))
+    url = "https://mirror.invalid/AgentBench.tar.gz"
+    with pytest.raises(DataError, match=r"failed 4 times \(last: connection reset\)"):
+        fetch(source=url, dest=tmp_path / "cache" / "root", show_progress=False, transport=transport)
+    assert leftovers(tmp_path / "cache") == []
