@@ -89,3 +89,15 @@ def test_templates_keep_constants_and_name_fields(code: str, fields: dict[str, s
 def test_an_unnamed_expression_is_refused() -> None:
     with pytest.raises(DerivationError, match=re.escape("no field name for `len(x)`")):
         template(ast.parse("'n=' + len(x)", mode="eval").body)
+
+
+def test_a_missing_function_names_the_task_and_its_sources(upstream_archive: Path) -> None:
+    from agentrl_envs.data.pinned import load_listing
+    from agentrl_envs.data.sources import read_archive
+
+    files = read_archive(upstream_archive, load_listing(), origin="mirror")
+    path = "src/server/tasks/os_interaction/task.py"
+    files.files[path] = files.files[path].replace(b"def _execute_bash_command", b"def _run_bash")
+    message = f"prompts.json -> os: cannot derive it from {path}: {path} has no OSInteraction._execute_bash_command"
+    with pytest.raises(DerivationError, match=re.escape(message)):
+        derive_prompts(files, repository="THUDM/AgentBench")

@@ -43,6 +43,14 @@ def derive_prompts(files: UpstreamFiles, *, repository: str, license_name: str =
         if absent:
             missing[task] = absent
             continue
-        tasks[task] = derive(files).as_json()
+        try:
+            tasks[task] = derive(files).as_json()
+        except DerivationError as e:
+            if str(e).startswith("prompts.json -> "):  # already names the key and the file
+                raise
+            raise DerivationError(
+                f"prompts.json -> {task}: cannot derive it from {', '.join(PROMPT_SOURCES[task])}: {e}. The upstream "
+                "code is not the pinned commit's shape."
+            ) from e
     source = {"repo": repository, "commit": files.commit, "license": license_name, "derived_from": PROMPT_SOURCES}
     return {"source": source, "tasks": tasks, "missing_sources": missing}
