@@ -73,6 +73,11 @@ fi
 step "uv sync" uv sync --all-packages --all-extras --frozen --quiet
 wait_background
 
+# The AgentBench data root: downloaded (from $AGENTRL_DATA_URL, a mirror, when set; else GitHub), verified and built
+# into the cache by the same command a user runs; a no-op when it is there.
+step "AgentBench data" uv run --frozen agentrl-envs --log-level WARNING data fetch --no-progress \
+    ${AGENTRL_DATA_URL:+--from "$AGENTRL_DATA_URL"} >/dev/null
+
 # What only the test suite needs (`make test` sets AGENTRL_TEST_ASSETS=1): made here, in the background while the
 # rootfs builds (which mostly waits on the network and the disk), rather than one after another inside pytest.
 # Each is cached under the cache dir and is a no-op when warm.

@@ -4,6 +4,7 @@ import gymnasium as gym
 import pytest
 
 import agentrl_envs
+import agentrl_envs.data
 from agentrl_envs.core import TASKS, UnknownTaskError, resolve_task
 from agentrl_envs.core.registry import TASK_GROUPS, expand_tasks
 
@@ -97,7 +98,7 @@ def _isort_key(name: str) -> tuple[int, str]:
     return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
 
-@pytest.mark.parametrize("module", [agentrl_envs, agentrl_envs.core])
+@pytest.mark.parametrize("module", [agentrl_envs, agentrl_envs.core, agentrl_envs.data])
 def test_public_api_is_sorted_and_exported(module: object) -> None:
     assert module.__all__ == sorted(set(module.__all__), key=_isort_key)
     for name in module.__all__:

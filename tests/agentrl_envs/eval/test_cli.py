@@ -84,7 +84,7 @@ def test_openai_key_rejected_exits_1(toy: str, tmp_path: Path, openai_server: Fa
         (["--tasks", "toy", "--indices", "9"], "Indices [9] are out of range"),
         (["--tasks", "toy,toy"], "given twice"),
         (["--tasks", "dbbench-dev", "--split", "test"], "names the dev split but --split says test"),
-        (["--tasks", "toy", "--data-root", "/nonexistent"], "No AgentBench data root found"),
+        (["--tasks", "toy", "--data-root", "/nonexistent"], "No AgentBench data root at /nonexistent"),
         (["--tasks", "toy", "--option", "train_file"], "is not KEY=VALUE"),
         (["--tasks", "toy", "--option", "backend=x"], "use --backend"),
         (["--tasks", "toy", "--backend", "nosuch"], "unknown toy backend 'nosuch'"),
