@@ -10,6 +10,7 @@ import logging
 import sys
 
 from agentrl_envs.core.errors import AgentRLError
+from agentrl_envs.synth import cli as synth_cli
 from agentrl_envs.tasks.webshop import cli as webshop_cli
 
 __all__ = ["main"]
@@ -21,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="INFO", help="Python logging level (default INFO).")
     groups = parser.add_subparsers(dest="group", required=True)
     webshop_cli.add_commands(groups)
+    synth_cli.add_commands(groups)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
