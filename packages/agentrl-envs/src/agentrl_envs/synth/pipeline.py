@@ -71,7 +71,13 @@ def synthesize(
     kept: list[Candidate] = []
     for position, level in enumerate(difficulties):
         share = n // len(difficulties) + (1 if position < n % len(difficulties) else 0)
-        kept += _fill_level(adapter, generator.candidates(level), share, counts, overlap, seen)
+        stream = generator.candidates(level)
+        try:
+            kept += _fill_level(adapter, stream, share, counts, overlap, seen)
+        finally:
+            close = getattr(stream, "close", None)  # a generator function's stream releases its client here
+            if close is not None:
+                close()
     result = RunResult(counts, kept)
     if out is not None and kept:
         result.path = adapter.write([c.sample for c in kept], out)
@@ -95,7 +101,9 @@ def _fill_level(
         for candidate in stream:
             drawn += 1
             counts.generated += 1
-            if not _is_duplicate(adapter.task, candidate.sample, counts, overlap, seen):
+            if candidate.rejection is not None:
+                counts.rejected[candidate.rejection.reason] += 1
+            elif not _is_duplicate(adapter.task, candidate.sample, counts, overlap, seen):
                 batch.append(candidate)
             if len(batch) >= share - len(kept) or drawn >= share * MAX_DRAWS_PER_TASK:
                 break

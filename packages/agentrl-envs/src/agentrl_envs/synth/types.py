@@ -13,6 +13,14 @@ DIFFICULTIES = (1, 2, 3)
 """1 easy, 2 medium, 3 hard; a run over several levels writes them in this order (a curriculum)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Why a candidate was dropped: a short reason key (counted in the report) and a detail for the log."""
+
+    reason: str
+    detail: str = ""
+
+
 @dataclass(slots=True)
 class Candidate:
     """A proposed training task: the sample in its task's upstream format, and where it came from."""
@@ -23,14 +31,8 @@ class Candidate:
     difficulty: int
     sample: dict[str, Any]
     """The sample as the upstream file stores it (extra keys ``difficulty`` and ``source`` are kept)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """Why a candidate was dropped: a short reason key (counted in the report) and a detail for the log."""
-
-    reason: str
-    detail: str = ""
+    rejection: Rejection | None = None
+    """Set when the generator already knows the candidate is unusable (e.g. an unparsable LLM reply)."""
 
 
 @dataclass(slots=True)

@@ -11,7 +11,8 @@ A candidate is kept only if, played through its task's env (loaded with the cand
 
 Each task has a :class:`TaskAdapter` that knows its file format, its env and oracle, and its foils (the
 scripted players of 2 and 3). Rejections are counted by reason: ``malformed``, ``oracle_failed``,
-``empty_accepted``, ``wrong_accepted`` and the reasons the adapter's preparation gives.
+``empty_accepted``, ``wrong_accepted``, ``env_error`` (the env could not start the sample) and the reasons
+the adapter's preparation gives.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ class TaskAdapter(ABC):
 
 def validate(adapter: TaskAdapter, candidates: list[Candidate]) -> list[Rejection | None]:
     """The verdict on each candidate (``None``: kept), in order; see the module docstring."""
-    verdicts: list[Rejection | None] = [adapter.prepare(c.sample) for c in candidates]
+    verdicts: list[Rejection | None] = [_prepare(adapter, c.sample) for c in candidates]
     ready = [i for i, v in enumerate(verdicts) if v is None]
     if not ready:
         return verdicts
@@ -157,7 +158,22 @@ def validate(adapter: TaskAdapter, candidates: list[Candidate]) -> list[Rejectio
     return verdicts
 
 
+def _prepare(adapter: TaskAdapter, sample: dict[str, Any]) -> Rejection | None:
+    try:
+        return adapter.prepare(sample)
+    except Exception as e:  # a proposal is untrusted input: any way it breaks the checks makes it malformed
+        return Rejection("malformed", f"{type(e).__name__}: {e}")
+
+
 def _judge(adapter: TaskAdapter, env: ToolEnv, oracle: Any, index: int, sample: dict[str, Any]) -> Rejection | None:
+    try:
+        return _play_all(adapter, env, oracle, index, sample)
+    except Exception as e:  # the env could not run this sample (e.g. a table MySQL refuses): drop it, go on
+        logger.debug("%s candidate %d broke the env: %s", adapter.task, index, e)
+        return Rejection("env_error", f"{type(e).__name__}: {e}")
+
+
+def _play_all(adapter: TaskAdapter, env: ToolEnv, oracle: Any, index: int, sample: dict[str, Any]) -> Rejection | None:
     reward, info, transcript = play(env, oracle, index)
     if reward != 1.0:
         return Rejection("oracle_failed", f"status {info.get('status')}, {info.get('error', '')}".strip(", "))
