@@ -223,7 +223,8 @@ def _entity_pool(data: DataRoot, ontology: Ontology) -> list[Entity]:
                 continue
             mid, _, relation = action[len("get_neighbors(") : -1].partition(",")
             type_ = ontology.domain.get(relation.strip())
-            if mid in names and type_ and mid not in found and ontology.relations_of(type_):
+            # at least three relations, so the graph builder can give the entity distractors to choose among
+            if mid in names and type_ and mid not in found and len(ontology.relations_of(type_)) >= 3:
                 found[mid] = Entity(names[mid], mid, type_)
     return sorted(found.values(), key=lambda e: e.mid)
 
