@@ -48,6 +48,8 @@ class Column:
     kind: str
     """``key`` (unique per row), ``cat`` (repeated values) or ``num`` (integers)."""
     make: Callable[[random.Random], str]
+    is_additive: bool = True
+    """Whether a sum or average of the column means something (not for years)."""
 
     def name(self, style: str) -> str:
         """The column name in a naming style (``title`` or ``snake``)."""
@@ -96,7 +98,7 @@ SCHEMAS = (
             Column("Department", "cat", _choice(("Sales", "Engineering", "Finance", "Marketing", "Support", "Legal"))),
             Column("City", "cat", _choice(names.CITIES[:8])),
             Column("Salary", "num", _num(32000, 150000, 500)),
-            Column("Hire Year", "num", _num(1995, 2023)),
+            Column("Hire Year", "num", _num(1995, 2023), is_additive=False),
             Column("Age", "num", _num(21, 64)),
         ),
     ),
@@ -130,7 +132,7 @@ SCHEMAS = (
             Column(
                 "Genre", "cat", _choice(("Mystery", "Science Fiction", "Biography", "Poetry", "History", "Fantasy"))
             ),
-            Column("Year Published", "num", _num(1950, 2023)),
+            Column("Year Published", "num", _num(1950, 2023), is_additive=False),
             Column("Pages", "num", _num(90, 950)),
             Column("Copies Sold", "num", _num(1000, 900000, 100)),
         ),
@@ -170,7 +172,7 @@ SCHEMAS = (
             Column("Stars", "cat", _choice(("2", "3", "4", "5"))),
             Column("Rooms", "num", _num(8, 600)),
             Column("Nightly Rate", "num", _num(40, 900)),
-            Column("Opened", "num", _num(1890, 2022)),
+            Column("Opened", "num", _num(1890, 2022), is_additive=False),
         ),
     ),
 )
@@ -284,9 +286,10 @@ class _Templates:
         return "counting", text, sql
 
     def total(self) -> Question | None:
-        if not (self.cats and self.nums):
+        additive = [n for n in self.nums if n.is_additive]
+        if not (self.cats and additive):
             return None
-        cat, num, kind = self.rng.choice(self.cats), self.rng.choice(self.nums), self.rng.choice(("SUM", "AVG"))
+        cat, num, kind = self.rng.choice(self.cats), self.rng.choice(additive), self.rng.choice(("SUM", "AVG"))
         value = self.rng.choice(self.t.values(cat))
         c, n = self.t.col(cat), self.t.col(num)
         word = "total" if kind == "SUM" else "average"

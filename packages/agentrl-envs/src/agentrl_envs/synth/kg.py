@@ -222,6 +222,8 @@ def _entity_pool(data: DataRoot, ontology: Ontology) -> list[Entity]:
             if not action.startswith("get_neighbors("):
                 continue
             mid, _, relation = action[len("get_neighbors(") : -1].partition(",")
+            if not mid.startswith(("m.", "f.")):  # upstream's API refuses other ids (``g.11b6...``) as entities
+                continue
             type_ = ontology.domain.get(relation.strip())
             # at least three relations, so the graph builder can give the entity distractors to choose among
             if mid in names and type_ and mid not in found and len(ontology.relations_of(type_)) >= 3:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentrl_envs.synth.dedupe import THRESHOLD, OverlapIndex, reference_texts, task_text
-from agentrl_envs.synth.types import Candidate, SynthCounts
+from agentrl_envs.synth.types import Candidate, Rejection, SynthCounts
 from agentrl_envs.synth.validate import TaskAdapter, validate
 
 __all__ = ["MAX_DRAWS_PER_TASK", "Generator", "RunResult", "synthesize"]
@@ -102,7 +102,7 @@ def _fill_level(
             drawn += 1
             counts.generated += 1
             if candidate.rejection is not None:
-                counts.rejected[candidate.rejection.reason] += 1
+                counts.reject(candidate.rejection)
             elif not _is_duplicate(adapter.task, candidate.sample, counts, overlap, seen):
                 batch.append(candidate)
             if len(batch) >= share - len(kept) or drawn >= share * MAX_DRAWS_PER_TASK:
@@ -115,7 +115,7 @@ def _fill_level(
             if verdict is None:
                 kept.append(candidate)
             else:
-                counts.rejected[verdict.reason] += 1
+                counts.reject(verdict)
                 logger.debug("%s rejected (%s): %s", adapter.task, verdict.reason, verdict.detail)
     for candidate in kept:
         counts.kept += 1
@@ -128,11 +128,11 @@ def _is_duplicate(
 ) -> bool:
     text = " ".join(task_text(task, sample).lower().split())
     if text in seen:
-        counts.rejected["duplicate"] += 1
+        counts.reject(Rejection("duplicate", text[:200]))
         return True
     similarity = overlap.max_similarity(text)
     if similarity >= THRESHOLD:
-        counts.rejected["near_duplicate"] += 1
+        counts.reject(Rejection("near_duplicate", f"similarity {similarity:.2f}: {text[:200]}"))
         return True
     seen.add(text)
     counts.max_overlap = max(counts.max_overlap, similarity)

@@ -46,12 +46,19 @@ class SynthCounts:
     """Candidates played through the env (those not dropped as duplicates first)."""
     kept: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
+    """The first rejection's detail per reason, to see what a reason means in this run."""
     by_difficulty: Counter[int] = field(default_factory=Counter)
     """Kept tasks per difficulty level."""
     oracle_success: float | None = None
     """Share of the kept tasks the oracle solves when the written file is played again (1.0 expected)."""
     max_overlap: float = 0.0
     """The largest n-gram similarity of a kept task to any test/dev sample (below the threshold)."""
+
+    def reject(self, rejection: Rejection) -> None:
+        """Count one rejection (and keep its detail if it is the first of its reason)."""
+        self.rejected[rejection.reason] += 1
+        self.examples.setdefault(rejection.reason, rejection.detail[:300])
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict for the report."""
@@ -62,6 +69,7 @@ class SynthCounts:
             "validated": self.validated,
             "kept": self.kept,
             "rejected": dict(sorted(self.rejected.items())),
+            "rejection_examples": dict(sorted(self.examples.items())),
             "kept_by_difficulty": {str(k): v for k, v in sorted(self.by_difficulty.items())},
             "oracle_success": self.oracle_success,
             "max_overlap": round(self.max_overlap, 4),
