@@ -17,6 +17,7 @@ from agentrl_envs.synth.pipeline import synthesize
 from agentrl_envs.synth.types import Candidate
 from agentrl_envs.synth.validate import play, validate
 from agentrl_envs.tasks.db.data import load_samples
+from agentrl_envs.tasks.db.grader import compare_results
 
 
 def _draw(data: DataRoot, seed: int, level: int, n: int = 5) -> list[dict]:
@@ -106,3 +107,22 @@ def test_oracle_can_show_recovery_from_an_sql_error(data: DataRoot, tmp_path: Pa
     finally:
         env.close()
     assert json.loads(path.read_text().splitlines()[0])["source"] == "agentrl-synth"
+
+
+@pytest.mark.mariadb
+def test_mariadb_computes_the_same_gold_answers(data: DataRoot, mariadb_server: object) -> None:
+    """MariaDB's DECIMAL results (``Decimal('397.0000')``) become labels; hashes agree with SQLite's."""
+    averages = _sample(data, "aggregation-AVG", "Average row count?", "SELECT AVG(1) FROM `{table}`")
+    generated = [c.sample for c in islice(DBGenerator(data, seed=9).candidates(2), 8)]
+    for sample in [averages, *generated]:
+        on_sqlite, on_mariadb = json.loads(json.dumps(sample)), json.loads(json.dumps(sample))
+        assert complete_sample(on_sqlite) is None and complete_sample(on_mariadb, backend="mariadb") is None
+        assert on_sqlite.get("answer_md5") == on_mariadb.get("answer_md5")
+        assert compare_results(on_mariadb["label"], on_sqlite["label"], sample["type"][0])
+    assert float(on_mariadb_label(averages)) == 1.0
+
+
+def on_mariadb_label(sample: dict) -> str:
+    copy = json.loads(json.dumps(sample))
+    assert complete_sample(copy, backend="mariadb") is None
+    return copy["label"][0]

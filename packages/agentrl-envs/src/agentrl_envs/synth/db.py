@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import functools
 import random
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from agentrl_envs.tasks.db.grader import compare_results, is_modification
 __all__ = ["DBAdapter", "DBGenerator", "complete_sample"]
 
 SOURCE = "agentrl-synth"
+_DECIMAL = re.compile(r"Decimal\('([^']*)'\)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,8 +512,8 @@ def complete_sample(sample: dict[str, Any], *, backend: str | None = None) -> Re
 
 
 def _set_label(sample: dict[str, Any], result: str) -> Rejection | None:
-    try:
-        rows = ast.literal_eval(result)
+    try:  # MySQL's DECIMAL results print as Decimal('397.0000'): keep their text
+        rows = ast.literal_eval(_DECIMAL.sub(r"'\1'", result))
     except (ValueError, SyntaxError):
         return Rejection("reference_sql_error", result[:200])
     if not isinstance(rows, list) or not rows:

@@ -27,6 +27,7 @@ from typing import Any
 
 from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.env import ToolEnv
+from agentrl_envs.core.errors import InfraError
 from agentrl_envs.core.messages import Message
 from agentrl_envs.core.oracle import load_oracle
 from agentrl_envs.synth.types import Candidate, Rejection
@@ -161,6 +162,8 @@ def validate(adapter: TaskAdapter, candidates: list[Candidate]) -> list[Rejectio
 def _prepare(adapter: TaskAdapter, sample: dict[str, Any]) -> Rejection | None:
     try:
         return adapter.prepare(sample)
+    except InfraError as e:  # the engine that computes gold answers failed, not the proposal
+        return Rejection("env_error", f"{type(e).__name__}: {e}")
     except Exception as e:  # a proposal is untrusted input: any way it breaks the checks makes it malformed
         return Rejection("malformed", f"{type(e).__name__}: {e}")
 
