@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,8 @@ def make_generator(task: str, data: DataRoot, args: argparse.Namespace) -> Gener
 
         if not args.base_url or not args.model:
             raise EnvError("--generator llm needs --base-url (an OpenAI-compatible endpoint) and --model.")
-        return LLMGenerator(task, data, base_url=args.base_url, model=args.model, api_key=args.api_key, seed=args.seed)
+        api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
+        return LLMGenerator(task, data, base_url=args.base_url, model=args.model, api_key=api_key, seed=args.seed)
     if task == "db":
         from agentrl_envs.synth.db import DBGenerator
 

@@ -194,9 +194,6 @@ class _Table:
     rows: list[list[str]]
 
     def col(self, column: Column) -> str:
-        return self.column_name(column)
-
-    def column_name(self, column: Column) -> str:
         return column.name(self.style)
 
     def of_kind(self, kind: str) -> list[Column]:
@@ -428,9 +425,9 @@ class DBGenerator:
         if question is None:
             return None
         query_type, description, sql = question
-        return self.sample_dict(table, query_type, description, sql, level)
+        return self._sample_dict(table, query_type, description, sql, level)
 
-    def sample_dict(self, table: _Table, query_type: str, description: str, sql: str, level: int) -> dict[str, Any]:
+    def _sample_dict(self, table: _Table, query_type: str, description: str, sql: str, level: int) -> dict[str, Any]:
         """The upstream sample of a question on a table (label and hash still to be computed)."""
         heads = [table.col(c) for c in table.columns]
         sample: dict[str, Any] = {

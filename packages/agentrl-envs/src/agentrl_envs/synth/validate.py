@@ -32,7 +32,7 @@ from agentrl_envs.core.messages import Message
 from agentrl_envs.core.oracle import load_oracle
 from agentrl_envs.synth.types import Candidate, Rejection
 
-__all__ = ["Player", "ScriptedPlayer", "TaskAdapter", "play", "validate"]
+__all__ = ["Player", "ScriptedPlayer", "TaskAdapter", "call", "play", "validate"]
 
 logger = logging.getLogger(__name__)
 
