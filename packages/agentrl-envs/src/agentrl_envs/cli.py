@@ -11,6 +11,7 @@ import sys
 
 from agentrl_envs.core.errors import AgentRLError
 from agentrl_envs.data import cli as data_cli
+from agentrl_envs.synth import cli as synth_cli
 from agentrl_envs.tasks.webshop import cli as webshop_cli
 
 __all__ = ["main"]
@@ -23,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     groups = parser.add_subparsers(dest="group", required=True)
     data_cli.add_commands(groups)
     webshop_cli.add_commands(groups)
+    synth_cli.add_commands(groups)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

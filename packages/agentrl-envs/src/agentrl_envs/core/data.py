@@ -21,7 +21,7 @@ import yaml
 
 from agentrl_envs.core.errors import DataError
 
-__all__ = ["DataRoot", "resolve_cache_dir", "resolve_data_root"]
+__all__ = ["DataRoot", "read_json", "read_jsonl", "resolve_cache_dir", "resolve_data_root"]
 
 DATA_ROOT_ENV = "AGENTRL_DATA_ROOT"
 CACHE_DIR_ENV = "AGENTRL_CACHE_DIR"
@@ -128,6 +128,14 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
     if not path.is_file():
         raise DataError(f"JSONL file not found: {path}")
     return _read_jsonl_cached(path.resolve(), path.stat().st_mtime_ns)
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON file (cached by path and modification time)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"JSON file not found: {path}")
+    return _read_json(path)
 
 
 def _read_json(path: Path) -> Any:

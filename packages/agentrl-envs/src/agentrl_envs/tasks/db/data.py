@@ -14,7 +14,7 @@ from typing import Any
 from agentrl_envs.core.data import DataRoot, read_jsonl
 from agentrl_envs.core.errors import DataError
 
-__all__ = ["SPLIT_FILES", "TRAIN_FILE", "DBSample", "Table", "load_samples"]
+__all__ = ["SPLIT_FILES", "TRAIN_FILE", "DBSample", "Table", "load_samples", "parse_sample"]
 
 SPLIT_FILES = {"test": "data/dbbench/standard.jsonl", "dev": "data/dbbench/dev.jsonl"}
 TRAIN_FILE = "data/dbbench/db_out_new.jsonl"
@@ -74,10 +74,15 @@ def load_samples(data: DataRoot, split: str, train_file: str | os.PathLike[str] 
         source = SPLIT_FILES[split]
     else:
         raise DataError(f"Unknown DB split {split!r}; choose test, dev or train.")
-    return [_parse_sample(number, row, source) for number, row in enumerate(rows)]
+    return [parse_sample(number, row, source) for number, row in enumerate(rows)]
 
 
-def _parse_sample(index: int, row: dict[str, Any], source: str) -> DBSample:
+def parse_sample(index: int, row: dict[str, Any], source: str) -> DBSample:
+    """One sample as stored (a dict of a JSONL line); ``source`` names the file in error messages.
+
+    Raises:
+        DataError: If the sample lacks a field DBBench needs.
+    """
     try:
         query_type = row["type"][0]
         tables = row["table"] if isinstance(row["table"], list) else [row["table"]]

@@ -197,7 +197,7 @@ class VirtuosoServer:
         return seconds
 
     def ensure_loaded(self, split: str, key: object, graphs: Callable[[], Sequence[KGGraph]]) -> None:
-        """Load ``graphs()`` for ``split`` unless graphs with the same ``key`` (data root, seed) are loaded.
+        """Load ``graphs()`` for ``split`` unless graphs with the same ``key`` (data root, seed, train file) are loaded.
 
         Envs sharing one server call this before each episode; a split loads once, under a lock.
         """
