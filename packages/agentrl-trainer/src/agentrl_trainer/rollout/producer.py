@@ -330,7 +330,14 @@ class RolloutProducer:
 
     async def _play_group(self, row: TrainingRow) -> None:
         created = self.sampler.policy.version
-        results = await asyncio.gather(*(self._play_with_retries(row) for _ in range(self.num_generations)))
+        try:
+            # A TaskGroup, not gather: when one episode raises (e.g. the fault rate is exceeded) its siblings are
+            # cancelled and awaited here, instead of being left running when the loop closes.
+            async with asyncio.TaskGroup() as episodes:
+                playing = [episodes.create_task(self._play_with_retries(row)) for _ in range(self.num_generations)]
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None
+        results = [task.result() for task in playing]
         if any(t is None for t in results):
             self.stats.dropped_groups += 1
             logger.warning("task=%s index=%d: group dropped after an infrastructure error", row.task, row.index)

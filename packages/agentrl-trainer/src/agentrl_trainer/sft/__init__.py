@@ -1,1 +1,1 @@
-"""Supervised warm start: recorded transcripts rendered exactly as rollouts render them, trained with TRL's SFTTrainer."""
+"""Supervised warm start: transcripts rendered exactly as rollouts render them, trained with TRL's SFTTrainer."""

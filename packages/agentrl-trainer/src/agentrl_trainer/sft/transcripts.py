@@ -88,7 +88,7 @@ def record_oracle(
 
 
 def read_transcripts(path: Path, tools_of: Callable[[str, str], list[dict[str, Any]] | None]) -> list[Transcript]:
-    """Read a JSONL of transcripts: rows with ``messages`` and ``task`` (and ``split``, ``index``, ``tools``, ``score``).
+    """Read a JSONL of transcripts: rows with ``messages`` and ``task`` (``split``, ``index``, ``tools``, ``score``).
 
     ``agentrl-eval``'s ``episodes.jsonl`` is such a file; its rows carry no tools (they are the task's), so
     ``tools_of(task, split)`` supplies them. Rows that ended in an infrastructure error are skipped.

@@ -116,7 +116,7 @@ def load_transcripts(warmup: SFTWarmupConfig, args: Any, env_factory: Any) -> li
 
 
 def sft_rows(tokenizer: Any, transcripts: list[Transcript]) -> list[dict[str, list[int]]]:
-    """Pre-tokenized ``SFTTrainer`` rows (``input_ids``, ``labels``); transcripts that cannot be rendered are skipped."""
+    """Pre-tokenized ``SFTTrainer`` rows (``input_ids``, ``labels``); transcripts that fail to render are skipped."""
     rows = []
     for transcript in transcripts:
         try:
@@ -205,7 +205,9 @@ def _train(
         save_strategy="no",
         report_to="none",
     )
-    trainer = SFTTrainer(model=model_path, args=config, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    trainer = SFTTrainer(
+        model=model_path, args=config, train_dataset=Dataset.from_list(rows), processing_class=tokenizer
+    )
     trainer.train()
     trainer.save_model(str(tmp))
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
