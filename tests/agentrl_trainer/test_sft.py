@@ -1,4 +1,4 @@
-"""SFT warm start: a transcript's tokens are exactly what a rollout of it would sample, and TRL's SFTTrainer trains them."""
+"""SFT warm start: a transcript's tokens are exactly those a rollout of it samples, and SFTTrainer trains them."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from agentrl_trainer.sft.render import render_transcript
 from agentrl_trainer.sft.transcripts import Transcript, play_oracle
 from agentrl_trainer.types import Generation, TrainingRow
 from tests.agentrl_envs.core.toy_env import ToyEnv
+
 
 # A toy episode with every kind of turn: plain text (answered by a user message), a tool call with text before
 # it, two tool calls in one turn (two tool messages), and the winning call.
@@ -150,7 +151,6 @@ def test_transcript_tokens_equal_the_template_rendering_of_the_whole_conversatio
 def test_oracle_transcript_of_a_real_task_matches_its_rollout(tokenizer: Any) -> None:
     """DB's oracle, through the real DB environment: SFT tokens == rollout tokens, and the replay wins too."""
     import agentrl_envs
-
     from agentrl_trainer.sft.transcripts import record_oracle
 
     def factory(task: str, split: str) -> Any:
@@ -194,3 +194,39 @@ def test_sft_trainer_trains_only_the_assistant_tokens(tiny_model_path: Any, toke
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     trainer.train()
     assert any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+
+
+def test_the_warmup_stage_trains_from_a_transcripts_file_and_reuses_its_checkpoint(
+    tiny_model_path: Any, tokenizer: Any, tmp_path: Any
+) -> None:
+    from safetensors.torch import load_file
+
+    from agentrl_trainer import AgentRLConfig
+    from agentrl_trainer.sft.config import SFTWarmupConfig
+    from agentrl_trainer.sft.warmup import run_sft_warmup, warmup_key
+
+    # agentrl-eval's episodes.jsonl shape: no tools on the rows (they come from the task's environment).
+    path = tmp_path / "episodes.jsonl"
+    rows = [{"task": "toy", "split": "test", "index": t.index, "messages": t.messages, "score": t.score} for t in
+            (_toy_transcript(i) for i in (1, 2, 3))]  # fmt: skip
+    rows.append({**rows[0], "score": 0.0})  # a failure: filtered out by min_score
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    config = AgentRLConfig(
+        output_dir=str(tmp_path / "run"), tasks=["toy"], report_to="none", max_total_tokens=1024,
+        sft_warmup={"source": str(path), "max_steps": 2, "per_device_train_batch_size": 2,
+                    "output_dir": str(tmp_path / "warm")},
+    )  # fmt: skip
+    factory = {"toy": lambda split: ToyEnv(split=split)}
+
+    def env_factory(task: str, split: str) -> Any:
+        return factory[task](split)
+
+    first = run_sft_warmup(str(tiny_model_path), tokenizer, config, env_factory=env_factory)
+    assert not first.reused and first.transcripts == 3 and first.trained_tokens > 0 and first.train_s > 0
+    start, warm = load_file(tiny_model_path / "model.safetensors"), load_file(first.model_path / "model.safetensors")
+    assert any(not torch.equal(start[k], warm[k]) for k in start)
+    again = run_sft_warmup(str(tiny_model_path), tokenizer, config, env_factory=env_factory)
+    assert again.reused and again.key == first.key and again.model_path == first.model_path
+    # Changed inputs (here the learning rate) name another checkpoint.
+    changed = SFTWarmupConfig.from_mapping({**config.sft_warmup, "learning_rate": 1e-3})
+    assert warmup_key(str(tiny_model_path), tokenizer, config, changed) != first.key

@@ -8,12 +8,21 @@ add tasks of your own (the quickstart's calibration tasks, a RemoteEnv to a cont
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from agentrl_envs.core import InfraError
 
-__all__ = ["ContextLimitError", "TaskEnvFactory", "check_prompts_fit", "make_env_factory", "num_samples"]
+__all__ = [
+    "ContextLimitError",
+    "FirstPrompt",
+    "TaskEnvFactory",
+    "check_prompts_fit",
+    "make_env_factory",
+    "num_samples",
+    "probe_task",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -66,12 +75,38 @@ def num_samples(factory: Callable[[str, str], Any], task: str, split: str) -> in
         env.close()
 
 
+def probe_task(factory: Callable[[str, str], Any], task: str, split: str) -> tuple[int, FirstPrompt | None]:
+    """How many samples ``task``/``split`` has, and the first prompt that starts (one environment, then closed).
+
+    Up to :data:`PROMPT_PROBES` samples are tried for the prompt, since a sample may never start (DB dev 5).
+    """
+    env = factory(task, split)
+    try:
+        count = int(env.num_samples())
+        for index in range(min(count, PROMPT_PROBES)):
+            try:
+                messages, info = env.reset(options={"index": index})
+            except InfraError as e:  # the producer lists such samples; measure the next one
+                logger.info("task=%s index=%d does not start (%s); measuring the next sample", task, index, e)
+                continue
+            return count, FirstPrompt(task, index, list(messages), info.get("tools") or None)
+        return count, None
+    finally:
+        env.close()
+
+
+@dataclass(frozen=True, slots=True)
+class FirstPrompt:
+    """A task's first prompt: the reset messages and tools of the first sample that starts."""
+
+    task: str
+    index: int
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+
+
 def check_prompts_fit(
-    factory: Callable[[str, str], Any],
-    tokenizer: Any,
-    rows_by_task: Mapping[str, Any],
-    max_total_tokens: int,
-    max_new_tokens_per_turn: int,
+    prompts: Iterable[FirstPrompt], tokenizer: Any, max_total_tokens: int, max_new_tokens_per_turn: int
 ) -> dict[str, int]:
     """Render each task's first prompt (reset messages and tools) and refuse a task whose prompt leaves no room.
 
@@ -79,30 +114,14 @@ def check_prompts_fit(
     long alone means every episode of the task ends at reset, and the run learns nothing from it.
 
     Returns:
-        ``{task: prompt tokens}`` of the first sample of each task that starts.
+        ``{task: prompt tokens}``.
 
     Raises:
         ContextLimitError: With the numbers, if a prompt is ``max_total_tokens`` long or longer.
     """
     from agentrl_trainer.rollout.chat import render_prompt
 
-    lengths: dict[str, int] = {}
-    for task, rows in rows_by_task.items():
-        if not rows:
-            continue
-        split = rows[0].split
-        env = factory(task, split)
-        try:
-            for row in rows[:PROMPT_PROBES]:
-                try:
-                    messages, info = env.reset(options={"index": row.index})
-                except InfraError as e:  # the producer lists such samples; try the next one
-                    logger.info("task=%s index=%d does not start (%s); measuring the next sample", task, row.index, e)
-                    continue
-                lengths[task] = len(render_prompt(tokenizer, messages, info.get("tools") or None))
-                break
-        finally:
-            env.close()
+    lengths = {p.task: len(render_prompt(tokenizer, p.messages, p.tools)) for p in prompts}
     too_long = {task: n for task, n in lengths.items() if n >= max_total_tokens}
     if too_long:
         details = "; ".join(f"{task}: {n} tokens" for task, n in sorted(too_long.items()))

@@ -47,7 +47,7 @@ from agentrl_trainer.distributed import (
     weights_checksum,
     whole_model,
 )
-from agentrl_trainer.envs import TaskEnvFactory, check_prompts_fit, make_env_factory, num_samples
+from agentrl_trainer.envs import TaskEnvFactory, check_prompts_fit, make_env_factory, probe_task
 from agentrl_trainer.metrics import diversity_metrics, staleness_metrics, task_metrics
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.engine import RolloutEngine
@@ -129,8 +129,11 @@ class AgentRLTrainer(GRPOTrainer):
             raise TypeError(f"args must be an AgentRLConfig, got {type(args).__name__}.")
         self.env_factory = make_env_factory(env_factories, args.env_kwargs)
         self.rows_by_task = {}
+        first_prompts = []
         for task in args.tasks:
-            count = num_samples(self.env_factory, task, args.task_split)
+            count, first_prompt = probe_task(self.env_factory, task, args.task_split)
+            if first_prompt is not None:
+                first_prompts.append(first_prompt)
             if args.max_samples_per_task is not None:
                 count = min(count, args.max_samples_per_task)
             self.rows_by_task[task] = task_rows(task, args.task_split, count)
@@ -149,7 +152,7 @@ class AgentRLTrainer(GRPOTrainer):
         )
         self._ensure_response_parser()
         self.prompt_tokens = check_prompts_fit(
-            self.env_factory, self._tokenizer, self.rows_by_task, args.max_total_tokens, args.max_new_tokens_per_turn
+            first_prompts, self._tokenizer, args.max_total_tokens, args.max_new_tokens_per_turn
         )
         """Per task, the token length of the first prompt that starts (checked against ``max_total_tokens``)."""
         self.sft_warmup: dict[str, Any] | None = None
