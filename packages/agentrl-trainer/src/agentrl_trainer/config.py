@@ -260,7 +260,8 @@ class AgentRLConfig(GRPOConfig):
             self.sft_warmup = {"source": self.sft_warmup}
         if not isinstance(self.sft_warmup, dict):
             raise ValueError(
-                f"sft_warmup must be a mapping such as {{source: oracle, num_train_epochs: 3}}, got {self.sft_warmup!r}."
+                "sft_warmup must be a mapping such as {source: oracle, num_train_epochs: 3}, "
+                f"got {self.sft_warmup!r}."
             )
         from dataclasses import asdict
 

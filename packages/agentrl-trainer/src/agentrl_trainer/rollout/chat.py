@@ -74,9 +74,7 @@ def assistant_message_ids(tokenizer: Any, message: dict[str, Any]) -> list[int]:
             a tool call's arguments are not a JSON object.
     """
     prefix = tokenizer.apply_chat_template(_DUMMY[:1], add_generation_prompt=True, tokenize=True, return_dict=False)
-    full = tokenizer.apply_chat_template(
-        [_DUMMY[0], template_assistant(message)], tokenize=True, return_dict=False
-    )
+    full = tokenizer.apply_chat_template([_DUMMY[0], template_assistant(message)], tokenize=True, return_dict=False)
     if list(full[: len(prefix)]) != list(prefix):
         raise ValueError(
             "The chat template does not start an assistant turn with its generation prompt; the tokens a policy "
