@@ -144,14 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_OK
 
 
-def _warm_up(path: str, tokenizer: Any, config: Any) -> Any:
+def _warm_up(path: str, tokenizer: Any, config: Any, prog: str = "agentrl-train") -> Any:
     from agentrl_trainer.sft.warmup import run_sft_warmup
 
     result = run_sft_warmup(path, tokenizer, config)
     how = "reused" if result.reused else f"trained on {result.transcripts} transcripts"
     print(
-        f"agentrl-train: SFT warm-up {how} in {result.total_s:.1f}s (record {result.record_s:.1f}s, train "
-        f"{result.train_s:.1f}s); RL starts from {result.model_path}",
+        f"{prog}: SFT warm-up {how} in {result.total_s:.1f}s (record {result.record_s:.1f}s, train "
+        f"{result.train_s:.1f}s); model at {result.model_path}",
         file=sys.stderr,
     )
     return result
@@ -173,7 +173,7 @@ def main_sft(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         path, tokenizer = prepare_model(model_args, config)
-        result = _warm_up(path, tokenizer, config)
+        result = _warm_up(path, tokenizer, config, "agentrl-sft")
     except Exception as e:  # process boundary: one line for the user, the traceback in the log
         logger.exception("SFT warm-up failed")
         print(f"agentrl-sft: failed: {e}", file=sys.stderr)
