@@ -180,13 +180,17 @@ def test_render_refuses_what_a_policy_could_not_have_written(tokenizer: Any) -> 
 
 def test_sft_trainer_trains_only_the_assistant_tokens(tiny_model_path: Any, tokenizer: Any, tmp_path: Any) -> None:
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
+    from agentrl_trainer.sft.prefix import PrefixSharingSFTTrainer
     from agentrl_trainer.sft.warmup import sft_rows
 
     rows = sft_rows(tokenizer, [_toy_transcript(i) for i in (1, 2)])
-    config = SFTConfig(output_dir=str(tmp_path), max_steps=1, report_to="none", save_strategy="no", bf16=False)
-    trainer = SFTTrainer(
+    config = SFTConfig(
+        output_dir=str(tmp_path), max_steps=1, report_to="none", save_strategy="no", bf16=False,
+        gradient_checkpointing=False, per_device_train_batch_size=2,
+    )  # fmt: skip
+    trainer = PrefixSharingSFTTrainer(
         model=str(tiny_model_path), args=config, train_dataset=Dataset.from_list(rows), processing_class=tokenizer
     )
     # SFTTrainer keeps pre-tokenized rows as they are: labels -100 off the assistant tokens.
@@ -194,6 +198,8 @@ def test_sft_trainer_trains_only_the_assistant_tokens(tiny_model_path: Any, toke
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     trainer.train()
     assert any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+    # The two toy transcripts share their system prompt and tools: that batch ran them once.
+    assert trainer.shared_prefix_batches == 1 and trainer.shared_prefix_tokens_saved > 32
 
 
 def test_the_warmup_stage_trains_from_a_transcripts_file_and_reuses_its_checkpoint(
@@ -230,3 +236,49 @@ def test_the_warmup_stage_trains_from_a_transcripts_file_and_reuses_its_checkpoi
     # Changed inputs (here the learning rate) name another checkpoint.
     changed = SFTWarmupConfig.from_mapping({**config.sft_warmup, "learning_rate": 1e-3})
     assert warmup_key(str(tiny_model_path), tokenizer, config, changed) != first.key
+
+
+def test_shared_prefix_loss_and_gradients_equal_the_plain_forward_pass(model: Any, tokenizer: Any) -> None:
+    from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
+    from agentrl_trainer.sft.prefix import prefix_shared_loss, shared_prefix_length
+    from agentrl_trainer.sft.warmup import sft_rows
+
+    # Different samples of one task: the same system prompt and tools, then different user messages and turns.
+    rows = [
+        {k: row[k] for k in ("input_ids", "labels")}
+        for row in sft_rows(tokenizer, [_toy_transcript(i) for i in (1, 2, 3)])
+    ]
+    rows[2] = {k: v[:-5] for k, v in rows[2].items()}  # rows of different lengths: padding on the right
+    batch = DataCollatorForLanguageModeling(pad_token_id=tokenizer.pad_token_id)(rows)
+    prefix = shared_prefix_length(batch["input_ids"], batch["attention_mask"], batch["labels"])
+    assert 32 < prefix < len(rows[0]["input_ids"])
+
+    def loss_and_grads(compute: Any) -> tuple[float, list[torch.Tensor]]:
+        model.zero_grad()
+        loss = compute()
+        loss.backward()
+        return loss.item(), [p.grad.clone() for p in model.parameters()]
+
+    def plain() -> torch.Tensor:
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        logits, targets = out.logits[:, :-1], batch["labels"][:, 1:]
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+
+    expected, expected_grads = loss_and_grads(plain)
+    shared, shared_grads = loss_and_grads(
+        lambda: prefix_shared_loss(model, batch["input_ids"], batch["attention_mask"], batch["labels"], prefix)
+    )
+    model.zero_grad()
+    assert shared == pytest.approx(expected, rel=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-6, rtol=1e-4) for a, b in zip(shared_grads, expected_grads, strict=True))
+
+
+def test_task_batches_keep_one_task_per_batch() -> None:
+    from agentrl_trainer.sft.prefix import task_batches
+
+    tasks = ["a", "b", "a", "b", "a", "a", "c", "c"]
+    ordered = task_batches(list(range(8)), tasks, 2, seed=0)
+    assert sorted(ordered) == list(range(8))
+    batches = [ordered[i : i + 2] for i in range(0, 8, 2)]
+    assert all(len({tasks[r] for r in batch}) == 1 for batch in batches)

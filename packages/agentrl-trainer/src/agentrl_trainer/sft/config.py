@@ -39,6 +39,14 @@ class SFTWarmupConfig:
     max_steps: int = field(default=-1, metadata={"help": "Stop after this many optimizer steps (-1: epochs decide)."})
     learning_rate: float = field(default=1.0e-4, metadata={"help": "SFT learning rate."})
     per_device_train_batch_size: int = field(default=4, metadata={"help": "Transcripts per SFT step."})
+    share_prefix: bool = field(
+        default=True,
+        metadata={
+            "help": "Run the prompt the rows of a batch share (one task's system prompt and tools) once per batch, "
+            "batching transcripts by task. Turns TRL's gradient checkpointing off (a cached prefix cannot be "
+            "recomputed); set false to keep it for a model whose activations do not fit."
+        },
+    )
     output_dir: str | None = field(
         default=None,
         metadata={

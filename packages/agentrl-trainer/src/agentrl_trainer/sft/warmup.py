@@ -115,8 +115,8 @@ def load_transcripts(warmup: SFTWarmupConfig, args: Any, env_factory: Any) -> li
     return kept(transcripts, min_score=warmup.min_score, max_per_task=warmup.max_samples_per_task)
 
 
-def sft_rows(tokenizer: Any, transcripts: list[Transcript]) -> list[dict[str, list[int]]]:
-    """Pre-tokenized ``SFTTrainer`` rows (``input_ids``, ``labels``); transcripts that fail to render are skipped."""
+def sft_rows(tokenizer: Any, transcripts: list[Transcript]) -> list[dict[str, Any]]:
+    """Pre-tokenized ``SFTTrainer`` rows (``input_ids``, ``labels``, ``task``); failing transcripts are skipped."""
     rows = []
     for transcript in transcripts:
         try:
@@ -124,7 +124,7 @@ def sft_rows(tokenizer: Any, transcripts: list[Transcript]) -> list[dict[str, li
         except ValueError as e:
             logger.warning("task=%s index=%d: transcript skipped: %s", transcript.task, transcript.index, e)
             continue
-        rows.append({"input_ids": rendered.input_ids, "labels": rendered.labels})
+        rows.append({"input_ids": rendered.input_ids, "labels": rendered.labels, "task": transcript.task})
     return rows
 
 
@@ -184,11 +184,13 @@ def run_sft_warmup(
 
 
 def _train(
-    model_path: str, tokenizer: Any, rows: list[dict[str, list[int]]], args: Any, warmup: SFTWarmupConfig, out: Path
+    model_path: str, tokenizer: Any, rows: list[dict[str, Any]], args: Any, warmup: SFTWarmupConfig, out: Path
 ) -> float | None:
-    """Train with TRL's ``SFTTrainer`` on pre-tokenized rows and save the model and tokenizer to ``out``."""
+    """Train with TRL's ``SFTTrainer`` (running shared prompts once) on pre-tokenized rows; save to ``out``."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
+
+    from agentrl_trainer.sft.prefix import PrefixSharingSFTTrainer, task_batches
 
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -204,9 +206,17 @@ def _train(
         logging_steps=1,
         save_strategy="no",
         report_to="none",
+        # With share_prefix, task_batches shuffles batches of one task each (so each shares its prompt).
+        shuffle_dataset=not warmup.share_prefix,
+        gradient_checkpointing=False if warmup.share_prefix else SFTConfig.gradient_checkpointing,
     )
-    trainer = SFTTrainer(
-        model=model_path, args=config, train_dataset=Dataset.from_list(rows), processing_class=tokenizer
+    ordered = [{k: row[k] for k in ("input_ids", "labels")} for row in rows]
+    if warmup.share_prefix:
+        tasks = [row["task"] for row in rows]
+        ordered = task_batches(ordered, tasks, warmup.per_device_train_batch_size, args.seed)
+    trainer_class = PrefixSharingSFTTrainer if warmup.share_prefix else SFTTrainer
+    trainer = trainer_class(
+        model=model_path, args=config, train_dataset=Dataset.from_list(ordered), processing_class=tokenizer
     )
     trainer.train()
     trainer.save_model(str(tmp))
