@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
@@ -282,3 +283,14 @@ def test_task_batches_keep_one_task_per_batch() -> None:
     assert sorted(ordered) == list(range(8))
     batches = [ordered[i : i + 2] for i in range(0, 8, 2)]
     assert all(len({tasks[r] for r in batch}) == 1 for batch in batches)
+
+
+def test_the_sft_warmup_block_is_checked_and_filled_with_defaults(tmp_path: Any) -> None:
+    from agentrl_trainer import AgentRLConfig
+
+    config = AgentRLConfig(output_dir=str(tmp_path), report_to="none", sft_warmup={})
+    warmup = config.sft_warmup_config()
+    assert warmup is not None and warmup.source == "oracle" and warmup.share_prefix
+    assert AgentRLConfig(output_dir=str(tmp_path), report_to="none").sft_warmup_config() is None
+    with pytest.raises(ValueError, match=re.escape("sft_warmup has unknown keys ['epochs']")):
+        AgentRLConfig(output_dir=str(tmp_path), report_to="none", sft_warmup={"epochs": 3})

@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         path, tokenizer = prepare_model(model_args, config)
-        warmup = _warm_up(path, tokenizer, config) if config.sft_warmup else None
+        warmup = _warm_up(path, tokenizer, config) if config.sft_warmup is not None else None
         if warmup is not None:
             path = str(warmup.model_path)
         trainer = AgentRLTrainer(path, config, processing_class=tokenizer)
@@ -165,7 +165,7 @@ def main_sft(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         model_args, config = load_config(args.config, args.overrides)
-        if not config.sft_warmup:  # the block's defaults: the oracles of the run's tasks
+        if config.sft_warmup is None:  # the block's defaults: the oracles of the run's tasks
             config.sft_warmup = {"source": "oracle"}
             config._check_sft_warmup()
     except (OSError, ValueError, yaml.YAMLError) as e:

@@ -265,12 +265,13 @@ class AgentRLConfig(GRPOConfig):
             )
         from dataclasses import asdict
 
-        # Stored back as a plain dict (with every default filled in) so TrainingArguments can serialize it.
-        self.sft_warmup = asdict(self.sft_warmup_config())
+        # Stored back as a plain dict (every default filled in, so {} means all defaults) that TrainingArguments
+        # can serialize.
+        self.sft_warmup = asdict(SFTWarmupConfig.from_mapping(self.sft_warmup))
 
     def sft_warmup_config(self) -> SFTWarmupConfig | None:
         """The ``sft_warmup`` block as a checked :class:`~agentrl_trainer.sft.config.SFTWarmupConfig` (or None)."""
-        if not self.sft_warmup:
+        if self.sft_warmup is None:
             return None
         assert isinstance(self.sft_warmup, dict)  # normalized in __post_init__
         return SFTWarmupConfig.from_mapping(self.sft_warmup)
