@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,3 +50,27 @@ def test_the_trl_style_example_script_runs_a_smoke_run(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "run" / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_agentrl_sft_warms_the_quickstart_model_up_on_db_oracle_transcripts_and_reuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentrl_trainer.cli import main_sft
+
+    warm = tmp_path / "warm"
+    args = [str(QUICKSTART), "tasks=[db]", "tiny_corpus_samples=3", f"output_dir={tmp_path / 'run'}"]
+    args.append(f"sft_warmup={{max_samples_per_task: 2, max_steps: 1, output_dir: {warm}}}")
+    assert main_sft(args) == 0
+    first = _last_json(capsys.readouterr().out)
+    assert first["reused"] is False and first["transcripts"] == 2 and first["trained_tokens"] > 0
+    assert (warm / "model.safetensors").is_file() and (warm / "sft_warmup.json").is_file()
+    assert main_sft(args) == 0
+    captured = capsys.readouterr()
+    again = _last_json(captured.out)
+    assert again["reused"] is True and again["key"] == first["key"] and "SFT warm-up reused" in captured.err
+
+
+def _last_json(out: str) -> dict[str, Any]:
+    """The JSON report agentrl-sft prints last (Trainer's progress lines come before it on stdout)."""
+    return json.loads(out[out.rindex('{\n  "model_path"') :])

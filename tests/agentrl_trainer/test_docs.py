@@ -25,3 +25,11 @@ def test_public_names_are_exported_and_sorted() -> None:
     assert agentrl_trainer.__all__ == sorted(agentrl_trainer.__all__)
     for name in agentrl_trainer.__all__:
         assert hasattr(agentrl_trainer, name)
+
+
+def test_the_sft_warmup_reference_lists_every_key_with_its_help() -> None:
+    from agentrl_trainer.sft.config import SFTWarmupConfig
+
+    text = DOCS.read_text()
+    for f in fields(SFTWarmupConfig):
+        assert f"| `{f.name}` | `{f.default!r}` | {f.metadata['help']} |" in text, f.name

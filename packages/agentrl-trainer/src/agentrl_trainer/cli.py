@@ -1,5 +1,9 @@
 """``agentrl-train CONFIG.yaml [KEY=VALUE ...]``: train with :class:`~agentrl_trainer.AgentRLTrainer` from a YAML file.
 
+With an ``sft_warmup:`` block the run first warms the model up on transcripts (TRL's ``SFTTrainer``,
+:mod:`agentrl_trainer.sft.warmup`) and RL starts from that checkpoint; ``agentrl-sft CONFIG.yaml`` runs only
+that stage (the block's defaults when the config has none).
+
 The YAML holds :class:`ModelArguments` fields and :class:`~agentrl_trainer.AgentRLConfig` fields side by side
 (parsed by transformers' ``HfArgumentParser``, so an unknown key is an error). ``KEY=VALUE`` arguments
 override the file (values are read as YAML: ``max_steps=5``, ``tasks=[db]``).
@@ -12,6 +16,7 @@ Exit codes: 0 done; 1 training failed; 2 bad arguments or configuration.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -21,7 +26,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ModelArguments", "build_parser", "load_config", "main"]
+__all__ = ["ModelArguments", "build_parser", "load_config", "main", "main_sft"]
 
 logger = logging.getLogger("agentrl_trainer.cli")
 
@@ -44,12 +49,12 @@ class ModelArguments:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(
+    prog: str = "agentrl-train",
+    description: str = "Train an LLM agent with AgentRLTrainer (async multi-turn GRPO) on AgentBench tasks.",
+) -> argparse.ArgumentParser:
     """The command-line interface."""
-    parser = argparse.ArgumentParser(
-        prog="agentrl-train",
-        description="Train an LLM agent with AgentRLTrainer (async multi-turn GRPO) on AgentBench tasks.",
-    )
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("config", type=Path, help="YAML file of ModelArguments and AgentRLConfig fields")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="override a field, e.g. max_steps=5")
     return parser
@@ -118,7 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         path, tokenizer = prepare_model(model_args, config)
+        warmup = _warm_up(path, tokenizer, config) if config.sft_warmup is not None else None
+        if warmup is not None:
+            path = str(warmup.model_path)
         trainer = AgentRLTrainer(path, config, processing_class=tokenizer)
+        trainer.sft_warmup = warmup.to_json() if warmup is not None else None
         trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
         trainer.save_model(config.output_dir)
     except KeyboardInterrupt:
@@ -132,6 +141,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"agentrl-train: done; model, summary.json and plots in {config.output_dir}")
     if summary.is_file():
         print(summary.read_text())
+    return EXIT_OK
+
+
+def _warm_up(path: str, tokenizer: Any, config: Any, prog: str = "agentrl-train") -> Any:
+    from agentrl_trainer.sft.warmup import run_sft_warmup
+
+    result = run_sft_warmup(path, tokenizer, config)
+    how = "reused" if result.reused else f"trained on {result.transcripts} transcripts"
+    print(
+        f"{prog}: SFT warm-up {how} in {result.total_s:.1f}s (record {result.record_s:.1f}s, train "
+        f"{result.train_s:.1f}s); model at {result.model_path}",
+        file=sys.stderr,
+    )
+    return result
+
+
+def main_sft(argv: Sequence[str] | None = None) -> int:
+    """Run ``agentrl-sft``: only the SFT warm-up stage of a training config; returns the exit code."""
+    args = build_parser(
+        "agentrl-sft", "Warm a model up with TRL's SFTTrainer on oracle or recorded transcripts (no RL)."
+    ).parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        model_args, config = load_config(args.config, args.overrides)
+        if config.sft_warmup is None:  # the block's defaults: the oracles of the run's tasks
+            config.sft_warmup = {"source": "oracle"}
+            config._check_sft_warmup()
+    except (OSError, ValueError, yaml.YAMLError) as e:
+        print(f"agentrl-sft: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        path, tokenizer = prepare_model(model_args, config)
+        result = _warm_up(path, tokenizer, config, "agentrl-sft")
+    except Exception as e:  # process boundary: one line for the user, the traceback in the log
+        logger.exception("SFT warm-up failed")
+        print(f"agentrl-sft: failed: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    print(json.dumps(result.to_json(), indent=2))
     return EXIT_OK
 
 

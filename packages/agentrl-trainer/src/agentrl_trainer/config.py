@@ -13,6 +13,8 @@ from typing import Any
 
 from trl import GRPOConfig
 
+from agentrl_trainer.sft.config import SFTWarmupConfig
+
 __all__ = ["AgentRLConfig"]
 
 logger = logging.getLogger(__name__)
@@ -23,7 +25,7 @@ class AgentRLConfig(GRPOConfig):
     """Configuration of :class:`~agentrl_trainer.AgentRLTrainer` (see each field's ``help``)."""
 
     # A JSON string on the command line (--env_kwargs '{"db": {...}}') is parsed like TRL's dict fields.
-    _VALID_DICT_FIELDS = [*GRPOConfig._VALID_DICT_FIELDS, "env_kwargs"]
+    _VALID_DICT_FIELDS = [*GRPOConfig._VALID_DICT_FIELDS, "env_kwargs", "sft_warmup"]
 
     # ----------------------------------------------------------------- tasks
     tasks: list[str] = field(
@@ -111,6 +113,16 @@ class AgentRLConfig(GRPOConfig):
         metadata={"help": "On an environment fault: retry the episode on a fresh env, or drop_group at once."},
     )
     max_infra_retries: int = field(default=2, metadata={"help": "Retries of one episode before its group is dropped."})
+    max_infra_error_rate: float = field(
+        default=0.5,
+        metadata={
+            "help": "Stop the run, with the first fault's traceback, when more than this fraction of the last "
+            "infra_error_window episodes failed with infrastructure errors (1.0: never stop)."
+        },
+    )
+    infra_error_window: int = field(
+        default=32, metadata={"help": "Episodes the infrastructure-error rate is measured over."}
+    )
     max_concurrent_envs: int = field(default=64, metadata={"help": "Threads for environment steps (astep)."})
     rollout_timeout_s: float = field(
         default=600.0, metadata={"help": "Fail the run if no complete group arrives for this long."}
@@ -153,6 +165,15 @@ class AgentRLConfig(GRPOConfig):
         default=4, metadata={"help": "Cross-policy sampling: lagged engines get new weights every K steps."}
     )
     num_lagged_engines: int = field(default=1, metadata={"help": "Cross-policy sampling: number of lagged engines."})
+
+    # ----------------------------------------------------------------- supervised warm start
+    sft_warmup: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Supervised warm start before RL: a mapping of SFTWarmupConfig keys (source: oracle or a "
+            "transcripts JSONL, num_train_epochs, learning_rate, ...; see docs/training.md). None: no warm start."
+        },
+    )
 
     # ----------------------------------------------------------------- advantages and reports
     task_advantage_normalization: bool = field(
@@ -224,6 +245,36 @@ class AgentRLConfig(GRPOConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.max_staleness < 0:
             raise ValueError(f"max_staleness must be >= 0, got {self.max_staleness}.")
+        if not 0.0 <= self.max_infra_error_rate <= 1.0:
+            raise ValueError(
+                f"max_infra_error_rate must be in [0, 1] (1.0 never stops), got {self.max_infra_error_rate}."
+            )
+        if self.infra_error_window < 1:
+            raise ValueError(f"infra_error_window must be >= 1, got {self.infra_error_window}.")
+        self._check_sft_warmup()
+
+    def _check_sft_warmup(self) -> None:
+        if self.sft_warmup is None:
+            return
+        if isinstance(self.sft_warmup, str):  # a JSON string on the command line is parsed by TRL; a bare path too
+            self.sft_warmup = {"source": self.sft_warmup}
+        if not isinstance(self.sft_warmup, dict):
+            raise ValueError(
+                "sft_warmup must be a mapping such as {source: oracle, num_train_epochs: 3}, "
+                f"got {self.sft_warmup!r}."
+            )
+        from dataclasses import asdict
+
+        # Stored back as a plain dict (every default filled in, so {} means all defaults) that TrainingArguments
+        # can serialize.
+        self.sft_warmup = asdict(SFTWarmupConfig.from_mapping(self.sft_warmup))
+
+    def sft_warmup_config(self) -> SFTWarmupConfig | None:
+        """The ``sft_warmup`` block as a checked :class:`~agentrl_trainer.sft.config.SFTWarmupConfig` (or None)."""
+        if self.sft_warmup is None:
+            return None
+        assert isinstance(self.sft_warmup, dict)  # normalized in __post_init__
+        return SFTWarmupConfig.from_mapping(self.sft_warmup)
 
     def _check_env_kwargs(self) -> None:
         if self.env_kwargs is None:

@@ -83,13 +83,7 @@ def _oracle(task: str, split: str) -> Any:
 
 
 def _play_oracle(env: Any, oracle: Any, index: int, observation: list[dict[str, Any]], max_turns: int) -> list[str]:
-    texts: list[str] = []
-    oracle.begin(index)
-    for _ in range(max_turns):
-        action = oracle.act(observation)
-        texts.extend(episode_text([action]))
-        observation, _, terminated, truncated, _ = env.step(action)
-        texts.extend(episode_text(observation))
-        if terminated or truncated:
-            break
-    return texts
+    from agentrl_trainer.sft.transcripts import play_oracle
+
+    messages, _ = play_oracle(env, oracle, index, observation, max_turns)
+    return episode_text(messages)

@@ -7,10 +7,32 @@ add tasks of your own (the quickstart's calibration tasks, a RemoteEnv to a cont
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TaskEnvFactory", "make_env_factory"]
+from agentrl_envs.core import InfraError
+
+__all__ = [
+    "ContextLimitError",
+    "FirstPrompt",
+    "TaskEnvFactory",
+    "check_prompts_fit",
+    "make_env_factory",
+    "num_samples",
+    "probe_task",
+]
+
+logger = logging.getLogger(__name__)
+
+PROMPT_PROBES = 3
+"""Samples tried per task when looking for one that starts (a sample may never start, e.g. DB dev 5)."""
+
+
+class ContextLimitError(ValueError):
+    """A task's prompt alone does not fit in ``max_total_tokens``: no episode of it could take a turn."""
+
 
 TaskEnvFactory = Callable[..., Any]
 """``split -> env`` for one task; called as ``factory(split, **options)`` when the config gives it options."""
@@ -51,3 +73,75 @@ def num_samples(factory: Callable[[str, str], Any], task: str, split: str) -> in
         return int(env.num_samples())
     finally:
         env.close()
+
+
+def probe_task(factory: Callable[[str, str], Any], task: str, split: str) -> tuple[int, FirstPrompt | None]:
+    """How many samples ``task``/``split`` has, and the first prompt that starts (one environment, then closed).
+
+    Up to :data:`PROMPT_PROBES` samples are tried for the prompt, since a sample may never start (DB dev 5).
+    """
+    env = factory(task, split)
+    try:
+        count = int(env.num_samples())
+        for index in range(min(count, PROMPT_PROBES)):
+            try:
+                messages, info = env.reset(options={"index": index})
+            except InfraError as e:  # the producer lists such samples; measure the next one
+                logger.info("task=%s index=%d does not start (%s); measuring the next sample", task, index, e)
+                continue
+            return count, FirstPrompt(task, index, list(messages), info.get("tools") or None)
+        return count, None
+    finally:
+        env.close()
+
+
+@dataclass(frozen=True, slots=True)
+class FirstPrompt:
+    """A task's first prompt: the reset messages and tools of the first sample that starts."""
+
+    task: str
+    index: int
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+
+
+def check_prompts_fit(
+    prompts: Iterable[FirstPrompt], tokenizer: Any, max_total_tokens: int, max_new_tokens_per_turn: int
+) -> dict[str, int]:
+    """Render each task's first prompt (reset messages and tools) and refuse a task whose prompt leaves no room.
+
+    An episode stops with ``agent context limit`` once its context reaches ``max_total_tokens``; a prompt that
+    long alone means every episode of the task ends at reset, and the run learns nothing from it.
+
+    Returns:
+        ``{task: prompt tokens}``.
+
+    Raises:
+        ContextLimitError: With the numbers, if a prompt is ``max_total_tokens`` long or longer.
+    """
+    from agentrl_trainer.rollout.chat import render_prompt
+
+    lengths = {p.task: len(render_prompt(tokenizer, p.messages, p.tools)) for p in prompts}
+    too_long = {task: n for task, n in lengths.items() if n >= max_total_tokens}
+    if too_long:
+        details = "; ".join(f"{task}: {n} tokens" for task, n in sorted(too_long.items()))
+        needed = max(too_long.values()) + max_new_tokens_per_turn
+        raise ContextLimitError(
+            f"The prompt alone (system and first user message with the tool schemas) is longer than "
+            f"max_total_tokens={max_total_tokens} for {details}, so every episode of it would end as "
+            f"'agent context limit' before its first turn. Raise max_total_tokens to at least {needed} (prompt plus "
+            f"one turn of max_new_tokens_per_turn={max_new_tokens_per_turn}; more for several turns), or leave "
+            "the task out."
+        )
+    for task, n in lengths.items():
+        if n + max_new_tokens_per_turn > max_total_tokens:
+            logger.warning(
+                "task=%s: the prompt is %d tokens; with max_total_tokens=%d its first turn gets only %d of "
+                "max_new_tokens_per_turn=%d tokens",
+                task,
+                n,
+                max_total_tokens,
+                max_total_tokens - n,
+                max_new_tokens_per_turn,
+            )
+    return lengths

@@ -51,6 +51,17 @@ def summarize(trainer: Any) -> dict[str, Any]:
         "trainer_first_step_idle_s": trainer.first_idle_s,
         "mean_trajectories_per_s": sum(throughput) / len(throughput) if throughput else None,
         "status_counts": dict(producer.status_counts) if producer is not None else {},
+        "infra_errors_by_kind": dict(producer.faults.counts) if producer is not None else {},
+        "unstartable_samples": (
+            [
+                {"task": r.task, "split": r.split, "index": r.index, "error": e}
+                for r, e in producer.faults.unstartable.items()
+            ]
+            if producer is not None
+            else []
+        ),
+        "prompt_tokens": dict(trainer.prompt_tokens),
+        "sft_warmup": trainer.sft_warmup,
     }
 
 

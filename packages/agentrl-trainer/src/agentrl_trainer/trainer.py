@@ -47,7 +47,7 @@ from agentrl_trainer.distributed import (
     weights_checksum,
     whole_model,
 )
-from agentrl_trainer.envs import TaskEnvFactory, make_env_factory, num_samples
+from agentrl_trainer.envs import TaskEnvFactory, check_prompts_fit, make_env_factory, probe_task
 from agentrl_trainer.metrics import diversity_metrics, staleness_metrics, task_metrics
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.engine import RolloutEngine
@@ -129,8 +129,11 @@ class AgentRLTrainer(GRPOTrainer):
             raise TypeError(f"args must be an AgentRLConfig, got {type(args).__name__}.")
         self.env_factory = make_env_factory(env_factories, args.env_kwargs)
         self.rows_by_task = {}
+        first_prompts = []
         for task in args.tasks:
-            count = num_samples(self.env_factory, task, args.task_split)
+            count, first_prompt = probe_task(self.env_factory, task, args.task_split)
+            if first_prompt is not None:
+                first_prompts.append(first_prompt)
             if args.max_samples_per_task is not None:
                 count = min(count, args.max_samples_per_task)
             self.rows_by_task[task] = task_rows(task, args.task_split, count)
@@ -148,6 +151,12 @@ class AgentRLTrainer(GRPOTrainer):
             peft_config=peft_config,
         )
         self._ensure_response_parser()
+        self.prompt_tokens = check_prompts_fit(
+            first_prompts, self._tokenizer, args.max_total_tokens, args.max_new_tokens_per_turn
+        )
+        """Per task, the token length of the first prompt that starts (checked against ``max_total_tokens``)."""
+        self.sft_warmup: dict[str, Any] | None = None
+        """The SFT warm-up stage's result when the run had one (``summary.json``'s ``sft_warmup``)."""
         self.add_callback(_WeightSync(self))
         self.add_callback(_LiveReward(self))
         self.producer: RolloutProducer | None = None
@@ -373,6 +382,8 @@ class AgentRLTrainer(GRPOTrainer):
             max_concurrent_envs=args.max_concurrent_envs,
             max_staleness=args.max_staleness if args.stale_policy == "drop" else None,
             groups_per_version=args.min_groups_per_step,
+            max_infra_error_rate=args.max_infra_error_rate,
+            infra_error_window=args.infra_error_window,
         )
         # Processes sample different groups; their engines' random streams differ too.
         torch.manual_seed(args.seed + self.state.global_step + 1_000_003 * self.accelerator.process_index)
@@ -547,6 +558,9 @@ class AgentRLTrainer(GRPOTrainer):
         values["rollout/stale_dropped_total"] = float(self.stale_dropped)
         values["rollout/infra_errors_total"] = float(producer.stats.infra_errors)
         values["rollout/infra_dropped_groups_total"] = float(producer.stats.dropped_groups)
+        for kind, count in producer.faults.counts.items():
+            values[f"rollout/infra_errors/{kind}"] = float(count)
+        values["rollout/unstartable_samples"] = float(len(producer.faults.unstartable))
         values["reward"] = sum(t.reward for t in trajectories) / len(trajectories)
         for key, value in values.items():
             self._metrics["train"][key].append(value)

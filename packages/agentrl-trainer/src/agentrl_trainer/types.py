@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Generation", "Group", "TokenSegment", "Trajectory", "TrainingRow"]
+__all__ = ["Generation", "Group", "InfraFault", "TokenSegment", "Trajectory", "TrainingRow"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,24 @@ class TokenSegment:
     """Sampled by a lagged engine (cross-policy sampling): its lag is by design, not asynchrony."""
 
 
+@dataclass(frozen=True, slots=True)
+class InfraFault:
+    """Why an episode's infrastructure failed: where, the exception type, its message and (when known) traceback."""
+
+    task: str
+    index: int
+    phase: str
+    """``reset`` (the sample could not start), ``step`` (the environment failed on an action) or ``engine``."""
+    error_type: str
+    message: str
+    traceback: str = ""
+
+    @property
+    def kind(self) -> str:
+        """The fault's kind, counted in ``rollout/infra_errors/<kind>``: ``<task>/<phase>/<error type>``."""
+        return f"{self.task}/{self.phase}/{self.error_type}"
+
+
 @dataclass(slots=True)
 class Trajectory:
     """One finished episode: prompt tokens, then alternating action and environment segments."""
@@ -56,6 +74,8 @@ class Trajectory:
     status: str = "running"
     turns: int = 0
     infra_error: bool = False
+    fault: InfraFault | None = None
+    """What failed, when ``infra_error`` is set."""
     retries: int = 0
     duration_s: float = 0.0
     messages: list[dict[str, Any]] = field(default_factory=list)

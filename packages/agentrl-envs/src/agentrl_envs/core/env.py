@@ -13,6 +13,8 @@ import asyncio
 import json
 import logging
 import re
+import threading
+import traceback
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -35,6 +37,31 @@ Mode = Literal["fc", "text"]
 Fidelity = Literal["upstream", "emulated"]
 """``upstream``: the same engine as AgentBench (e.g. a real MySQL-compatible server); ``emulated``: an
 embedded stand-in whose known differences the task's docs list."""
+
+_logged_faults: set[tuple[str, str]] = set()
+_logged_faults_lock = threading.Lock()
+
+
+def _log_step_fault(task: str, index: int | None, error: Exception) -> None:
+    """Log a step's infrastructure fault with its traceback the first time its kind appears in this process.
+
+    A broken backend fails every step the same way; one traceback per (task, error type) says why, and the
+    rest (all in ``info["error"]`` and ``info["traceback"]``) go to the debug log instead of flooding it.
+    """
+    kind = (task, type(error).__name__)
+    with _logged_faults_lock:
+        is_new = kind not in _logged_faults
+        _logged_faults.add(kind)
+    if is_new:
+        logger.exception(
+            "%s sample %s: infrastructure error in step (further %s errors of this task are logged at debug level)",
+            task,
+            index,
+            kind[1],
+        )
+    else:
+        logger.debug("%s sample %s: infrastructure error in step", task, index, exc_info=error)
+
 
 _TERMINATED = {SampleStatus.COMPLETED, SampleStatus.AGENT_INVALID_ACTION, SampleStatus.AGENT_VALIDATION_FAILED}
 _TEXT_ACTION = re.compile(r"^\s*Action:\s*([A-Za-z_][\w.-]*)\s*$", re.MULTILINE)
@@ -211,8 +238,11 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         try:
             turn = self._respond(message)
         except Exception as e:  # task boundary: a fault of ours must not look like the agent's failure
-            logger.exception("%s sample %s: infrastructure error in step", self.task, self._index)
-            turn = Turn(status=SampleStatus.TASK_ERROR, info={"error": f"{type(e).__name__}: {e}"})
+            _log_step_fault(self.task, self._index, e)
+            turn = Turn(
+                status=SampleStatus.TASK_ERROR,
+                info={"error": f"{type(e).__name__}: {e}", "traceback": "".join(traceback.format_exception(e))},
+            )
             infra_error = True
         status = turn.status
         if status is SampleStatus.RUNNING and self._round >= self.max_rounds:

@@ -20,6 +20,7 @@ from typing import Any
 from agentrl_envs.core import InfraError
 from agentrl_trainer.rollout.chat import env_message_ids, parse_assistant, render_prompt
 from agentrl_trainer.rollout.engine import RolloutEngine
+from agentrl_trainer.rollout.faults import fault_from_exception, fault_from_info
 from agentrl_trainer.types import TokenSegment, TrainingRow, Trajectory
 
 __all__ = ["EpisodeLimits", "run_episode"]
@@ -64,9 +65,9 @@ async def run_episode(
     started = time.perf_counter()
     try:
         messages, info = await env.areset(options={"index": row.index})
-    except InfraError as e:
-        logger.warning("task=%s index=%d: reset failed: %s", row.task, row.index, e)
-        return Trajectory(row=row, prompt_ids=[], status="task error", infra_error=True)
+    except InfraError as e:  # logged once per kind by the producer's FaultLog
+        fault = fault_from_exception(row, "reset", e)
+        return Trajectory(row=row, prompt_ids=[], status="task error", infra_error=True, fault=fault)
     tools = info.get("tools") or None
     prompt_ids = render_prompt(tokenizer, messages, tools)
     trajectory = Trajectory(row=row, prompt_ids=prompt_ids, messages=list(messages))
@@ -81,7 +82,7 @@ async def run_episode(
         try:
             generation = await engine.agenerate(context, max_new_tokens=budget)
         except InfraError as e:  # a rollout engine replica died: handled like an env fault, never rewarded
-            logger.warning("task=%s index=%d: rollout engine failed: %s", row.task, row.index, e)
+            trajectory.fault = fault_from_exception(row, "engine", e)
             trajectory.infra_error = True
             status = "task error"
             break
@@ -105,6 +106,7 @@ async def run_episode(
         trajectory.messages.extend(observation)
         tools = info.get("tools") or tools  # a task may add tools mid-episode (BFCL miss_func): parse them too
         if info.get("infra_error"):
+            trajectory.fault = fault_from_info(row, info)
             trajectory.infra_error = True
             status = info.get("status", "task error")
             break

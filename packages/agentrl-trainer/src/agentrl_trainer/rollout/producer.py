@@ -18,7 +18,9 @@ counted.
 
 Environment faults never become rewards: an episode whose environment failed is retried on a fresh
 environment (up to ``max_infra_retries``) or, with ``infra_error_policy="drop_group"`` or once the
-retries are spent, its whole group is dropped. Both are counted.
+retries are spent, its whole group is dropped. Both are counted, each kind of fault is logged once with its
+cause, samples that can never start are skipped, and the run stops when faults dominate
+(:mod:`agentrl_trainer.rollout.faults`).
 """
 
 from __future__ import annotations
@@ -36,11 +38,15 @@ from typing import Any, Literal
 
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
+from agentrl_trainer.rollout.faults import FaultLog, InfraErrorRateExceeded
 from agentrl_trainer.types import Group, TrainingRow, Trajectory
 
 __all__ = ["EnvFactory", "ProducerStats", "RolloutProducer"]
 
 logger = logging.getLogger(__name__)
+
+_MAX_SKIPPED_IN_A_ROW = 100_000
+"""Rows skipped one after another before the producer gives up (every row it is given cannot start)."""
 
 EnvFactory = Callable[[str, str], Any]
 """``(task, split) -> env``: an unwrapped ToolEnv (or anything with ``areset``/``astep``/``close``)."""
@@ -114,6 +120,8 @@ class RolloutProducer:
         max_concurrent_envs: int = 64,
         max_staleness: int | None = None,
         groups_per_version: int = 1,
+        max_infra_error_rate: float = 1.0,
+        infra_error_window: int = 32,
     ) -> None:
         """Configure the producer; :meth:`start` begins playing."""
         if queue_size < 1:
@@ -135,6 +143,8 @@ class RolloutProducer:
         self.taken_groups = 0
         self.stats = ProducerStats()
         self.status_counts: Counter[str] = Counter()
+        self.faults = FaultLog(max_rate=max_infra_error_rate, window=infra_error_window)
+        self.skipped_rows = 0
         self._groups: queue.Queue[Group] = queue.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -212,6 +222,8 @@ class RolloutProducer:
             self._loop.call_soon_threadsafe(self._slots.release)
 
     def _raise_if_failed(self) -> None:
+        if isinstance(self._error, InfraErrorRateExceeded):
+            raise RuntimeError(f"The rollouts stopped: {self._error}") from self._error
         if self._error is not None:
             raise RuntimeError(f"The rollout producer failed: {self._error!r}") from self._error
 
@@ -245,12 +257,24 @@ class RolloutProducer:
         while not self._stopping:
             await self._slots.acquire()
             await self._admit()
-            row = next(self.rows)
+            row = self._next_row()
             self.started_groups += 1
             task = asyncio.create_task(self._play_group(row), name=f"group-{row.task}-{row.index}")
             self._tasks.add(task)
             self._task_rows[task] = row
             task.add_done_callback(self._group_done)
+
+    def _next_row(self) -> TrainingRow:
+        """The next row of the stream that can start (rows that never can are skipped, see ``faults``)."""
+        for _ in range(_MAX_SKIPPED_IN_A_ROW):
+            row = next(self.rows)
+            if not self.faults.is_unstartable(row):
+                return row
+            self.skipped_rows += 1
+        raise RuntimeError(
+            f"{_MAX_SKIPPED_IN_A_ROW} training rows in a row cannot start (their reset fails every time): "
+            f"{self.faults.unstartable}. Fix the environments or the data."
+        )
 
     async def _admit(self) -> None:
         """Wait until a new group cannot go stale before the trainer reaches it (see the module docstring)."""
@@ -268,6 +292,13 @@ class RolloutProducer:
         if task.cancelled() or task.exception() is None:
             return
         error = task.exception()
+        if isinstance(error, InfraErrorRateExceeded):
+            # The message carries the first fault's traceback; the raise site's own adds nothing.
+            logger.error("stopping the rollouts: %s", error)
+            if self._error is None:
+                self._error = error
+                self._cancel_all()
+            return
         logger.warning(
             "task=%s index=%s: group failed with %r; stopping the rollouts",
             row.task if row else "?",
@@ -299,7 +330,14 @@ class RolloutProducer:
 
     async def _play_group(self, row: TrainingRow) -> None:
         created = self.sampler.policy.version
-        results = await asyncio.gather(*(self._play_with_retries(row) for _ in range(self.num_generations)))
+        try:
+            # A TaskGroup, not gather: when one episode raises (e.g. the fault rate is exceeded) its siblings are
+            # cancelled and awaited here, instead of being left running when the loop closes.
+            async with asyncio.TaskGroup() as episodes:
+                playing = [episodes.create_task(self._play_with_retries(row)) for _ in range(self.num_generations)]
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None
+        results = [task.result() for task in playing]
         if any(t is None for t in results):
             self.stats.dropped_groups += 1
             logger.warning("task=%s index=%d: group dropped after an infrastructure error", row.task, row.index)
@@ -334,12 +372,18 @@ class RolloutProducer:
             finally:
                 self.pool.release(row.task, row.split, env, healthy=healthy)
             self.stats.episodes += 1
+            self.faults.episode(row, trajectory.fault if trajectory.infra_error else None)
+            self.faults.check_rate()  # raises out of the group: the producer stops with the first fault
             if not trajectory.infra_error:
                 trajectory.retries = retries
                 self.status_counts[trajectory.status] += 1
                 return trajectory
             self.stats.infra_errors += 1
-            if self.infra_error_policy == "drop_group" or retries >= self.max_infra_retries:
+            if (
+                self.infra_error_policy == "drop_group"
+                or retries >= self.max_infra_retries
+                or self.faults.is_unstartable(row)
+            ):
                 return None
             retries += 1
             self.stats.infra_retries += 1
