@@ -28,7 +28,7 @@ def test_oracle_run_writes_results_and_episodes(toy: str, tmp_path: Path, capsys
     code = main(["--tasks", toy, "--agent", "oracle", "--concurrency", "2", "--runs", "2", "--output", str(tmp_path)])
     assert code == 0
     results, episodes = read_outputs(tmp_path)
-    assert set(results) == {"tasks", "average"}
+    assert {"tasks", "average", "config", "usage", "turns_by_model"} <= set(results)
     figures = results["tasks"][toy]
     assert TASK_KEYS <= set(figures)
     assert figures["n"] == 5 and figures["runs"] == 2 and figures["success_rate"] == 1.0 and figures["std"] == 0.0
@@ -51,9 +51,10 @@ def test_random_agent_with_indices_limit_and_backend(toy: str, tmp_path: Path) -
     assert figures["status_counts"]["task error"] >= 2
 
 
-def test_options_reach_the_env(toy: str, tmp_path: Path) -> None:
+def test_options_reach_the_env(toy: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     argv = ["--tasks", toy, "--option", "max_rounds=1", "--option", "fail_on=step", "--limit", "1"]
-    assert main([*argv, "--output", str(tmp_path)]) == 0
+    assert main([*argv, "--output", str(tmp_path)]) == 1  # nothing but infrastructure errors: the run failed
+    assert "no episode finished" in capsys.readouterr().err
     _, episodes = read_outputs(tmp_path)
     assert episodes[0]["infra_error"] and "backend down" in episodes[0]["error"]
 
