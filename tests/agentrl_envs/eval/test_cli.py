@@ -63,9 +63,18 @@ def test_openai_agent_from_the_cli(toy: str, tmp_path: Path, openai_server: Fake
     openai_server.script(Canned(429, "{}", {"Retry-After": "0"}))
     argv = ["--tasks", toy, "--agent", "openai", "--base-url", openai_server.base_url, "--model", "toy-1"]
     assert main([*argv, "--api-key", "k", "--temperature", "0", "--output", str(tmp_path), "--limit", "2"]) == 0
-    results, _ = read_outputs(tmp_path)
+    results, episodes = read_outputs(tmp_path)
     assert results["tasks"][toy]["success_rate"] == 1.0
     assert openai_server.requests[0]["temperature"] == 0.0 and openai_server.headers[0]["Authorization"] == "Bearer k"
+    config = results["config"]
+    assert config["agent"] == "openai" and config["models"] == ["toy-1"] and config["sampling"] == {"temperature": 0}
+    assert config["base_url"] == openai_server.base_url and config["tasks"][toy]["fidelity"] == "upstream"
+    # The stub reports one prompt token per message sent and 3 completion tokens per turn: turn 1 sends the
+    # system and user messages, turn 2 those plus the assistant echo and the tool reply.
+    assert [e["usage"] for e in episodes] == [{"prompt_tokens": 6, "completion_tokens": 6, "total_tokens": 12}] * 2
+    assert [t["prompt_tokens"] for t in episodes[0]["turns"]] == [2, 4]
+    assert {t["model"] for e in episodes for t in e["turns"]} == {"toy-1"}
+    assert results["usage"] == {"prompt_tokens": 12, "completion_tokens": 12, "total_tokens": 24, "episodes": 2}
 
 
 def test_openai_key_rejected_exits_1(toy: str, tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
@@ -129,13 +138,28 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> Non
     assert figures["success_rate"] == 1.0
 
 
-def test_db_oracle_through_the_cli(tmp_path: Path) -> None:
+def test_db_oracle_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     argv = ["--tasks", "dbbench-std", "--agent", "oracle", "--backend", "sqlite", "--concurrency", "2"]
     assert main([*argv, "--indices", "0-9", "--output", str(tmp_path)]) == 0
     results, episodes = read_outputs(tmp_path)
     figures = results["tasks"]["db"]
     assert figures["n"] == 10 and figures["successes"] == 10 and figures["infra_errors"] == 0
     assert all(e["info"]["backend"] == "sqlite" and e["split"] == "test" for e in episodes)
+    assert figures["fidelity"] == "emulated" and figures["backend"] == "sqlite"
+    config = results["config"]
+    assert config["tasks"]["db"] == {
+        "split": "test",
+        "options": {"backend": "sqlite"},
+        "indices": list(range(10)),
+        "limit": None,
+        "backend": "sqlite",
+        "fidelity": "emulated",
+        "n": 10,
+    }
+    assert config["data"]["commit"] == "578c5e9" and config["versions"]["agentrl-envs"]
+    out = capsys.readouterr().out
+    assert "emulated (sqlite)" in out
+    assert out.count("come from emulated backends") == 1 and "not comparable with AgentBench" in out
 
 
 def test_openai_agent_plays_db_over_http(tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
