@@ -165,6 +165,7 @@ def test_db_oracle_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_openai_agent_plays_db_over_http(tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
     """A model behind real HTTP queries the table with a tool call, reads the result and commits it."""
     query = "SELECT Notes FROM `Jiu-Jitsu Championships Results` WHERE Method = 'Decision'"
+    openai_server.models = ["m"]  # the endpoint check lists models: the scripted replies are all the episode's
     openai_server.script(
         Canned(body=json.dumps(completion(call("execute_sql", call_id="q", query=query), "m"))),
         Canned(503, "{}", {"Retry-After": "0"}),

@@ -88,6 +88,8 @@ class Controller:
         if self.pool.for_task(name):
             return name
         with contextlib.suppress(UnknownTaskError):
+            if ":" in name:  # a module:Class name would import code a client chose; only configs may name one
+                raise UnknownTaskError(name)
             spec, split = resolve_task(name)
             upstream = spec.upstream_name(split or "test")
             if upstream in self._names:

@@ -94,7 +94,8 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         self.split = split
         self.mode: Mode = mode
         self.render_mode = render_mode
-        self.data = DataRoot.find(data_root)
+        self._data_root = data_root
+        self._data: DataRoot | None = None
         self.max_rounds = max_rounds or self.default_max_rounds
         self.toolbox = ToolBox(self._tool_schemas())
         self.observation_space = MessagesSpace()
@@ -104,6 +105,13 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         self._round = 0
         self._status = SampleStatus.RUNNING
         self._last_info: dict[str, Any] = {}
+
+    @property
+    def data(self) -> DataRoot:
+        """The AgentBench data root, resolved on first use: a task that reads none needs none."""
+        if self._data is None:
+            self._data = DataRoot.find(self._data_root)
+        return self._data
 
     # ----------------------------------------------------------------- task hooks
 
