@@ -60,7 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--split", choices=("test", "dev", "train"), help="default: test (or the upstream name's)")
     parser.add_argument("--agent", choices=("oracle", "random", "openai"), default="oracle")
     model = parser.add_argument_group("openai agent")
-    model.add_argument("--base-url", help="API root of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    model.add_argument(
+        "--base-url",
+        action="append",
+        help="API root of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; once for all models, or once "
+        "per --model (in the same order) when they are served apart",
+    )
     model.add_argument(
         "--model",
         action="append",
@@ -173,7 +178,8 @@ def _config(args: argparse.Namespace, plans: list[TaskPlan]) -> dict[str, Any]:
         "agent": args.agent,
         "models": list(args.model or []) if is_openai else [],
         "model_weights": _model_weights(args) if is_openai else None,
-        "base_url": args.base_url if is_openai else None,
+        "base_url": args.base_url[0] if is_openai else None,
+        "base_urls": _base_urls(args) if is_openai else [],
         "sampling": _sampling(args) if is_openai else {},
         "controller": args.controller,
         "tasks": {
@@ -213,7 +219,7 @@ class _Session:
 
 
 async def _evaluate(args: argparse.Namespace, session: _Session, console: Console) -> int:
-    client = _openai_client(args) if args.agent == "openai" else None
+    clients = _openai_clients(args) if args.agent == "openai" else []
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -231,7 +237,7 @@ async def _evaluate(args: argparse.Namespace, session: _Session, console: Consol
 
     evaluation = Evaluation(
         session.plans,
-        _agent_factory(args, client),
+        _agent_factory(args, clients),
         concurrency=args.concurrency,
         runs=args.runs,
         on_episode=finished,
@@ -239,9 +245,9 @@ async def _evaluate(args: argparse.Namespace, session: _Session, console: Consol
     )
     try:
         with progress:
-            bar = progress.add_task("checking the model endpoint" if client else "starting environments", total=None)
-            if client is not None:
-                await client.check(args.model)
+            bar = progress.add_task("checking the model endpoint" if clients else "starting environments", total=None)
+            for client in clients:
+                await client.check()
                 progress.update(bar, description="starting environments")
             try:
                 await evaluation.prepare()
@@ -258,8 +264,7 @@ async def _evaluate(args: argparse.Namespace, session: _Session, console: Consol
         console.print(f"[red]agentrl-eval: failed:[/red] {e}", highlight=False, soft_wrap=True)
         return EXIT_FAILED
     finally:
-        if client is not None:
-            await client.aclose()
+        await asyncio.gather(*(client.aclose() for client in clients))
     return EXIT_OK
 
 
@@ -361,11 +366,16 @@ def _check_agent_flags(args: argparse.Namespace, plans: list[TaskPlan]) -> None:
             raise EnvError(f"--agent openai needs {' and '.join(missing)} (e.g. --base-url http://127.0.0.1:8000/v1).")
         if args.max_retries < 0:
             raise EnvError(f"--max-retries must be at least 0, got {args.max_retries}.")
+        if len(args.base_url) not in (1, len(args.model)):
+            raise EnvError(
+                f"--base-url is given {len(args.base_url)} times for {len(args.model)} --model; give it once (one "
+                "server for every model) or once per model, in the same order."
+            )
         if len(set(args.model)) != len(args.model):
             raise EnvError(f"--model is given twice with the same name: {args.model}; use --model-weights to weigh.")
         _model_weights(args)
-    elif args.model or args.model_weights:
-        raise EnvError(f"--model and --model-weights are for --agent openai, not --agent {args.agent}.")
+    elif args.model or args.model_weights or args.base_url:
+        raise EnvError(f"--base-url, --model and --model-weights are for --agent openai, not --agent {args.agent}.")
     if args.agent == "oracle":
         without = [plan.name for plan in plans if plan.name not in TASKS or TASKS[plan.name].oracle is None]
         if without:
@@ -395,25 +405,34 @@ def _sampling(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in pairs if value is not None}
 
 
-def _openai_client(args: argparse.Namespace) -> OpenAIChatClient:
-    return OpenAIChatClient(
-        base_url=args.base_url,
-        model=args.model[0],
-        api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
-        sampling=_sampling(args),
-        timeout_s=args.request_timeout,
-        max_connections=args.concurrency,
-        retry=RetryPolicy(max_retries=args.max_retries),
-    )
+def _base_urls(args: argparse.Namespace) -> list[str]:
+    """The endpoint of each ``--model``, in order."""
+    return list(args.base_url) if len(args.base_url) > 1 else [args.base_url[0]] * len(args.model)
 
 
-def _agent_factory(args: argparse.Namespace, client: OpenAIChatClient | None) -> AgentFactory:
-    if client is not None:
-        if len(args.model) == 1:
-            return lambda task, split: OpenAIAgent(client)
+def _openai_clients(args: argparse.Namespace) -> list[OpenAIChatClient]:
+    """One client per ``--model``, each on its endpoint."""
+    return [
+        OpenAIChatClient(
+            base_url=base_url,
+            model=model,
+            api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
+            sampling=_sampling(args),
+            timeout_s=args.request_timeout,
+            max_connections=args.concurrency,
+            retry=RetryPolicy(max_retries=args.max_retries),
+        )
+        for model, base_url in zip(args.model, _base_urls(args), strict=True)
+    ]
+
+
+def _agent_factory(args: argparse.Namespace, clients: list[OpenAIChatClient]) -> AgentFactory:
+    if len(clients) == 1:
+        return lambda task, split: OpenAIAgent(clients[0])
+    if clients:
 
         def mixed(task: str, split: str) -> Agent:
-            agents = [OpenAIAgent(client, model=model) for model in args.model]
+            agents = [OpenAIAgent(client) for client in clients]
             return MixedAgent(agents, args.model, weights=_model_weights(args), seed=args.seed)
 
         return mixed
