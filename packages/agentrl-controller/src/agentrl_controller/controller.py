@@ -220,6 +220,7 @@ class Controller:
         while True:
             await asyncio.sleep(self.config.sessions.sweep_interval_s)
             try:
+                self.sessions.stats.sample(len(self.sessions.sessions))
                 self.sessions.expire_idle(self.config.sessions.ttl_s)
                 for worker in self.pool.expire(self.config.workers.heartbeat_timeout_s):
                     await worker.client.aclose()
