@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export AGENTRL_DATA_ROOT ?= $(abspath ../shared/agentbench)
 export AGENTRL_CACHE_DIR ?= $(HOME)/.cache/agentrl
 export NO_MKDOCS_2_WARNING ?= 1
-EVAL_ARGS ?= --tasks db --split test --agent oracle --output runs/oracle-db
+EVAL_ARGS ?= --tasks db --split test --agent oracle --output runs/oracle-db --overwrite
 
 .PHONY: setup test lint docs eval train bench
 setup:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,8 +30,10 @@ class Canned:
 class FakeOpenAIServer:
     """Serves ``POST /v1/chat/completions``; records every request body and header."""
 
-    def __init__(self, models: list[str] | None = None) -> None:
+    def __init__(self, models: list[str] | None = None, *, delay_s: float = 0.0) -> None:
         self.models = models
+        self.delay_s = delay_s
+        """Seconds each completion takes (to interrupt a run midway)."""
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._script: list[Canned] = []
@@ -80,6 +83,7 @@ class FakeOpenAIServer:
                 self.wfile.write(payload)
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                time.sleep(server.delay_s)
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length))
                 with server._lock:
