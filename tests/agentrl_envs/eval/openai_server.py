@@ -91,6 +91,10 @@ class FakeOpenAIServer:
                     server.headers.append(dict(self.headers))
                 if self.path != "/v1/chat/completions":
                     canned = Canned(404, json.dumps({"error": {"message": f"no route {self.path}"}}))
+                elif server.models is not None and body.get("model") not in server.models:  # as vLLM answers
+                    canned = Canned(
+                        404, json.dumps({"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+                    )
                 else:
                     canned = server._next(body)
                 payload = canned.body.encode()

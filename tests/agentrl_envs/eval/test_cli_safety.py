@@ -59,7 +59,8 @@ def test_failing_endpoint_and_unserved_model_exit_1(toy: str, tmp_path: Path, ca
     try:
         assert main(openai_argv(toy, server.base_url, tmp_path / "a", "other-model")) == 1
         err = " ".join(capsys.readouterr().err.split())
-        assert "does not serve ['other-model']; it serves ['served-model'] (check --model)" in err
+        assert "fails for model 'other-model': The model endpoint" in err and "answered HTTP 404" in err
+        assert "It lists the models ['served-model'] (check --model)." in err
         server.models = None  # GET /models now 404: the check asks for a one-token completion, which fails
         server.script(*[Canned(503, '{"error": "overloaded"}')] * 2)
         assert main([*openai_argv(toy, server.base_url, tmp_path / "b"), "--max-retries", "1"]) == 1

@@ -176,8 +176,8 @@ class OpenAIChatClient:
     async def check(self, models: list[str] | None = None) -> None:
         """Ask the endpoint once whether it is up and serves ``models`` (default: the client's model).
 
-        ``GET {base_url}/models`` answers without spending tokens; a server without that route gets a one-token
-        completion per model instead, retried as any request.
+        ``GET {base_url}/models`` answers without spending tokens; a model it does not list (or every model, on a
+        server without that route) is asked for a short completion instead, retried as any request.
 
         Raises:
             AgentConfigError: The endpoint is unreachable, failing, refuses the key, or does not serve a model;
@@ -193,25 +193,18 @@ class OpenAIChatClient:
             ) from e
         if response.status_code in (401, 403):
             raise AgentConfigError(self._refused(response, "check --api-key"))
-        if response.status_code == 200:
-            served = _model_ids(response)
-            if served is not None:
-                missing = [m for m in models if m not in served]
-                if missing:
-                    raise AgentConfigError(
-                        f"The model endpoint {self._http.base_url} does not serve {missing}; it serves {served} "
-                        "(check --model)."
-                    )
-                return
-        elif response.status_code >= 500 and response.status_code != 501:  # 501: no GET here, ask a completion
+        served = _model_ids(response) if response.status_code == 200 else None
+        if response.status_code >= 500 and response.status_code != 501:  # 501: no GET here, ask a completion
             raise AgentConfigError(self._refused(response, "the server is failing; look at its log"))
-        for model in models:
+        # A model the list names is served; one it does not name may still be (an alias some servers accept):
+        # ask it for a short completion.
+        for model in models if served is None else [m for m in models if m not in served]:
             try:
                 await self.turn([{"role": "user", "content": "Say OK."}], [], model=model)
-            except AgentStop as e:
+            except (AgentStop, AgentConfigError) as e:
+                listed = f" It lists the models {served} (check --model)." if served is not None else ""
                 raise AgentConfigError(
-                    f"The model endpoint {self._http.base_url} fails for model {model!r}: {e}"
-                    f"{base_url_hint(str(self._http.base_url)) if '404' in str(e) else ''}"
+                    f"The model endpoint {self._http.base_url} fails for model {model!r}: {e}{listed}"
                 ) from e
 
     def _refused(self, response: httpx.Response, fix: str) -> str:
