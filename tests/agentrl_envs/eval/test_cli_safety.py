@@ -43,7 +43,13 @@ def test_unreachable_endpoint_exits_1_before_any_episode(toy: str, tmp_path: Pat
     assert time.perf_counter() - began < 10
     err = " ".join(capsys.readouterr().err.split())
     assert f"Cannot reach the model endpoint {base_url}/: ConnectError" in err
-    assert (tmp_path / "episodes.jsonl").read_text() == ""
+    assert (tmp_path / "episodes.jsonl").read_text() == "" and not (tmp_path / "results.json").exists()
+    # Nothing ran, so nothing blocks the rerun once the server is up.
+    server = FakeOpenAIServer(models=["m"]).start()
+    try:
+        assert main([*openai_argv(toy, server.base_url, tmp_path), "--limit", "1"]) == 0
+    finally:
+        server.stop()
 
 
 def test_a_base_url_without_v1_gets_a_did_you_mean(toy: str, tmp_path: Path, openai_server, capsys) -> None:
@@ -51,7 +57,7 @@ def test_a_base_url_without_v1_gets_a_did_you_mean(toy: str, tmp_path: Path, ope
     assert main([*openai_argv(toy, bare, tmp_path), "--max-retries", "0"]) == 1
     err = " ".join(capsys.readouterr().err.split())
     assert f"Did you mean --base-url {bare}/v1?" in err
-    assert main([*openai_argv(toy, openai_server.base_url, tmp_path), "--overwrite", "--limit", "1"]) == 0
+    assert main([*openai_argv(toy, openai_server.base_url, tmp_path), "--limit", "1"]) == 0
 
 
 def test_failing_endpoint_and_unserved_model_exit_1(toy: str, tmp_path: Path, capsys) -> None:
@@ -87,7 +93,7 @@ def test_an_output_holding_a_run_is_refused_unless_overwrite_or_resume(toy: str,
     assert main(argv) == 0
     first = (tmp_path / "results.json").read_text()
     assert main(argv) == 2
-    assert "already holds a run (results.json, episodes.jsonl, run.json); pass --resume" in capsys.readouterr().err
+    assert "already holds a run (results.json, episodes.jsonl); pass --resume" in capsys.readouterr().err
     assert (tmp_path / "results.json").read_text() == first
     assert main([*argv, "--resume"]) == 0  # nothing missing: nothing played
     assert "0 episodes in" in capsys.readouterr().err

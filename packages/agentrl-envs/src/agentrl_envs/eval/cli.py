@@ -145,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         session.writer.close()
     records = [*session.kept, *session.records]
+    if code != EXIT_OK and not records:  # nothing ran: no results to write, nothing to block a rerun
+        return code
     planned = session.planned or {p.name: 0 for p in plans}
     results = summarize(records, planned, args.runs, engines=session.engines)
     for name, figures in results["tasks"].items():

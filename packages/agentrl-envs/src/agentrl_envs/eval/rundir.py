@@ -1,7 +1,8 @@
 """An evaluation's output directory: refusing to overwrite a run by accident, and resuming an unfinished one.
 
-A directory holds a run when it has ``results.json``, ``episodes.jsonl`` or ``run.json`` (the config, written
-before the first episode, so even a killed run can be resumed). A new run refuses such a directory unless told
+A directory holds a run when it has ``results.json`` or episodes in ``episodes.jsonl``; ``run.json`` (the
+config, written before the first episode) lets a run killed before it wrote ``results.json`` be resumed. A
+run that failed before its first episode (a bad flag, a dead endpoint) leaves nothing that blocks a rerun. A new run refuses such a directory unless told
 ``overwrite`` (start afresh) or ``resume``: keep the episodes the earlier run finished (see
 :attr:`~agentrl_envs.eval.records.EpisodeRecord.is_finished`), drop the ones the endpoint or the environment
 cut short, and play only what is missing, as long as the run's config is the same.
@@ -31,7 +32,7 @@ def prepare_output(output: Path, config: dict[str, Any], mode: OutputMode) -> li
         EnvError: If ``output`` holds a run and ``mode`` is ``new``, or ``resume`` meets a different config
             or no run at all.
     """
-    held = [name for name in (RESULTS_FILE, EPISODES_FILE, RUN_FILE) if (output / name).exists()]
+    held = [name for name in (RESULTS_FILE, EPISODES_FILE) if _has_content(output / name)]
     if held and mode == "new":
         raise EnvError(
             f"--output {output} already holds a run ({', '.join(held)}); pass --resume to finish it, --overwrite "
@@ -49,6 +50,10 @@ def prepare_output(output: Path, config: dict[str, Any], mode: OutputMode) -> li
     if mode == "overwrite":
         (output / RESULTS_FILE).unlink(missing_ok=True)
     return kept
+
+
+def _has_content(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0
 
 
 def _check_same_run(output: Path, config: dict[str, Any]) -> None:
