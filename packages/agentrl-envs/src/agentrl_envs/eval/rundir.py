@@ -2,8 +2,9 @@
 
 A directory holds a run when it has ``results.json`` or episodes in ``episodes.jsonl``; ``run.json`` (the
 config, written before the first episode) lets a run killed before it wrote ``results.json`` be resumed. A
-run that failed before its first episode (a bad flag, a dead endpoint) leaves nothing that blocks a rerun. A new run refuses such a directory unless told
-``overwrite`` (start afresh) or ``resume``: keep the episodes the earlier run finished (see
+run that failed before its first episode (a bad flag, a dead endpoint) leaves nothing that blocks a rerun. A
+new run refuses a directory holding a run unless told ``overwrite`` (start afresh) or ``resume``: keep the
+episodes the earlier run finished (see
 :attr:`~agentrl_envs.eval.records.EpisodeRecord.is_finished`), drop the ones the endpoint or the environment
 cut short, and play only what is missing, as long as the run's config is the same.
 """
