@@ -38,9 +38,19 @@ from agentrl_envs.eval.runconfig import data_commit, now, package_versions
 from agentrl_envs.eval.rundir import OutputMode, prepare_output
 from agentrl_envs.eval.runner import Evaluation, TaskPlan
 
-__all__ = ["build_parser", "main"]
+__all__ = ["DefaultsHelpFormatter", "build_parser", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a flag's default in ``--help`` unless it has none, or its help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False, []) or "default" in text:
+            return text
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agentrl-eval",
         description="Evaluate an agent on AgentBench-FC tasks; writes DIR/results.json and DIR/episodes.jsonl. "
         "'agentrl-eval compare DIR [DIR...]' tables and plots several runs.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument(
         "--tasks",
@@ -58,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
         "agentrl_envs.register_task or the agentrl_envs.tasks entry point, or module:Class",
     )
     parser.add_argument("--split", choices=("test", "dev", "train"), help="default: test (or the upstream name's)")
-    parser.add_argument("--agent", choices=("oracle", "random", "openai"), default="oracle")
+    parser.add_argument(
+        "--agent", choices=("oracle", "random", "openai"), default="oracle", help="who plays the episodes"
+    )
     model = parser.add_argument_group("openai agent")
     model.add_argument(
         "--base-url",
@@ -108,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--controller-token", help="the controller's bearer token (default: $AGENTRL_CONTROLLER_TOKEN)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random agent and of the per-turn model choice")
-    parser.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="logs go to stderr"
+    )
     return parser
 
 

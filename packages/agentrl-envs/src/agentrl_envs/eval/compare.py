@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentrl_envs.core.errors import EnvError
+from agentrl_envs.eval.cli import DefaultsHelpFormatter
 from agentrl_envs.eval.report import RESULTS_FILE
 
 __all__ = ["Run", "check_comparable", "load_run", "main", "plot_runs"]
@@ -150,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentrl-eval compare",
         description="Compare agentrl-eval runs: a per-task table and a PNG bar chart of success rates.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("runs", nargs="+", type=Path, metavar="DIR", help="--output directories of agentrl-eval")
     parser.add_argument("--labels", help="comma-separated names of the runs (default: the directory names)")
