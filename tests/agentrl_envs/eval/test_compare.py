@@ -38,7 +38,7 @@ def test_runs_on_other_data_or_fidelity_are_refused_unless_allowed(
     capsys.readouterr()
     assert main(["compare", str(oracle), str(random), "--no-plot"]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "not comparable (data commit: {'oracle': '578c5e9', 'random': '0000000'}" in err
+    assert "not comparable (data commit: {'oracle': None, 'random': '0000000'}" in err  # toy reads no data
     assert "toy fidelity: {'oracle': 'upstream', 'random': 'emulated'}" in err and "--allow-mismatch" in err
     assert main(["compare", str(oracle), str(random), "--no-plot", "--allow-mismatch"]) == 0
     assert main(["compare", str(oracle), str(tmp_path / "missing"), "--no-plot"]) == 2

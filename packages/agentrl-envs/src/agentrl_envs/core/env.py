@@ -113,6 +113,11 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
             self._data = DataRoot.find(self._data_root)
         return self._data
 
+    @property
+    def data_in_use(self) -> DataRoot | None:
+        """The data root if the task has read one so far, else ``None`` (asking never resolves or fetches one)."""
+        return self._data
+
     # ----------------------------------------------------------------- task hooks
 
     @abstractmethod

@@ -166,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, figures in results["tasks"].items():
         if name in config["tasks"]:
             config["tasks"][name].update(fidelity=figures["fidelity"], backend=figures["backend"], n=figures["n"])
+    if session.data is not None:
+        config["data"] = data_commit(session.data)
     config["finished_at"] = now()
     path = write_results(output, {**results, "config": config})
     stdout = Console()
@@ -214,7 +216,7 @@ def _config(args: argparse.Namespace, plans: list[TaskPlan]) -> dict[str, Any]:
         "seed": args.seed,
         "concurrency": args.concurrency,
         "versions": package_versions(),
-        "data": data_commit(args.data_root),
+        "data": data_commit(None),  # what the envs read, filled in once they are made
         "started_at": now(),
         "argv": sys.argv[1:],
     }
@@ -232,6 +234,8 @@ class _Session:
     records: list[EpisodeRecord] = field(default_factory=list)
     planned: dict[str, int] = field(default_factory=dict)
     engines: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    data: DataRoot | None = None
+    """The data root the envs read."""
 
 
 async def _evaluate(args: argparse.Namespace, session: _Session, console: Console) -> int:
@@ -274,6 +278,7 @@ async def _evaluate(args: argparse.Namespace, session: _Session, console: Consol
             session.engines = {
                 name: {"fidelity": pool.fidelity, "backend": pool.backend} for name, pool in evaluation.pools.items()
             }
+            session.data = next((p.data for p in evaluation.pools.values() if p.data is not None), None)
             progress.update(bar, total=evaluation.total, description="episodes")
             await evaluation.run()
     except AgentRLError as e:  # AgentConfigError, or an environment that cannot be made at all

@@ -32,17 +32,15 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def data_commit(data_root: str | None) -> dict[str, str | None]:
-    """The data root in use and the upstream commit it was built from (``None`` where there is none)."""
-    try:
-        root = DataRoot.find(data_root)
-    except AgentRLError:  # tasks of one's own may need no data root
+def data_commit(data: DataRoot | None) -> dict[str, str | None]:
+    """The data root the tasks read and the upstream commit it was built from (``None`` where none was read)."""
+    if data is None:
         return {"root": None, "commit": None}
     try:
-        source = root.json("prompts.json").get("source") or {}
+        source = data.json("prompts.json").get("source") or {}
     except (AgentRLError, OSError, ValueError):
         source = {}
-    return {"root": str(root.path), "commit": source.get("commit"), "repo": source.get("repo")}
+    return {"root": str(data.path), "commit": source.get("commit"), "repo": source.get("repo")}
 
 
 def identity(config: dict[str, Any]) -> dict[str, Any]:

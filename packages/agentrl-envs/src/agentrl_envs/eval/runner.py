@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar
 
 import gymnasium as gym
 
+from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import EnvError, InfraError
 from agentrl_envs.core.registry import make
 from agentrl_envs.core.status import SampleStatus
@@ -76,6 +77,8 @@ class EnvPool:
         """The first env's fidelity (``upstream``/``emulated``), where it says."""
         self.backend: str | None = None
         """The first env's backend, for tasks that have several."""
+        self.data: DataRoot | None = None
+        """The data root the first env read (``None``: it read none, or it runs on a controller)."""
         self._idle: list[gym.Env] = []
         self._created = 0
         self._free = asyncio.Semaphore(size)
@@ -99,6 +102,7 @@ class EnvPool:
         self.num_samples = inner.num_samples()
         self.fidelity = getattr(inner, "fidelity", None)  # a ToolEnv says; a RemoteEnv learns it per episode
         self.backend = getattr(inner, "backend_name", None)
+        self.data = getattr(inner, "data_in_use", None)
         self._idle.append(env)
 
     async def acquire(self) -> gym.Env:
