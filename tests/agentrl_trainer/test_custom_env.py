@@ -19,6 +19,7 @@ def test_a_two_step_run_on_the_docs_example(tmp_path: Path, monkeypatch: pytest.
     out = tmp_path / "run"
     overrides = ["tasks=[guess_env:GuessEnv]", "task_split=train", "max_steps=2", f"output_dir={out}"]
     overrides += ["tiny_corpus_samples=4", "max_turns=2", "max_new_tokens_per_turn=8", "lagged_fraction=0"]
+    overrides += ["num_generations=2", "min_groups_per_step=1", "max_groups_per_step=1", "queue_size=2"]
     with guess_env_module(tmp_path / "src"):
         assert main([str(QUICKSTART), *overrides]) == 0
     summary = json.loads((out / "summary.json").read_text())
