@@ -10,7 +10,7 @@ import pytest
 
 import agentrl_envs
 from agentrl_envs import EnvError, register_task
-from agentrl_envs.core.registry import TASKS, register_envs, resolve_task, unregister_task
+from agentrl_envs.core.registry import TASKS, load_entry_points, resolve_task, unregister_task
 from agentrl_envs.eval.cli import main
 from tests.custom_env_doc import SECRETS_TEST, guess_env_module
 
@@ -78,7 +78,7 @@ def test_an_installed_package_adds_tasks_through_the_entry_point_group(
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: guess-plugin\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[agentrl_envs.tasks]\nguess = guess_env:GuessEnv\n")
-    register_envs()  # what `import agentrl_envs` does in a fresh process
+    load_entry_points()  # what `import agentrl_envs` does in a fresh process
     assert TASKS["guess"].entry_point == "guess_env:GuessEnv" and "guess_env" not in __import__("sys").modules
     output = guess.parent / "out"
     assert main(["--tasks", "guess", "--agent", "random", "--limit", "2", "--output", str(output)]) == 0

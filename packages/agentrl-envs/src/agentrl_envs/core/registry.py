@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ __all__ = [
     "TASKS",
     "TaskSpec",
     "create_env",
+    "load_entry_points",
     "load_object",
     "make",
     "register_envs",
@@ -116,8 +118,12 @@ TASKS: dict[str, TaskSpec] = {
 
 
 def register_envs() -> None:
-    """Register every implemented task, and those of installed packages' entry points, with Gymnasium (idempotent)."""
-    _load_entry_points()
+    """Register every implemented task, and those of installed packages' entry points, with Gymnasium (idempotent).
+
+    The entry points are read on the first call (``import agentrl_envs``); :func:`load_entry_points` reads them
+    again, e.g. after installing a package in a running process.
+    """
+    _load_entry_points_once()
     for spec in TASKS.values():
         if spec.entry_point is not None and spec.env_id not in gym.registry:
             gym.register(
@@ -289,7 +295,12 @@ def _register_import_path(path: str) -> TaskSpec:
     return register_task(name, path)
 
 
-def _load_entry_points() -> None:
+@functools.cache
+def _load_entry_points_once() -> None:
+    load_entry_points()
+
+
+def load_entry_points() -> None:
     """Register the tasks installed packages declare in the ``agentrl_envs.tasks`` group (imported on first use)."""
     for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if entry.name in TASKS:
