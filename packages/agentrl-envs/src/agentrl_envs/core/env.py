@@ -110,7 +110,7 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
     def data(self) -> DataRoot:
         """The AgentBench data root, resolved on first use: a task that reads none needs none."""
         if self._data is None:
-            self._data = DataRoot.find(self._data_root)
+            self._data = self._find_data(self._data_root)
         return self._data
 
     @property
@@ -119,6 +119,10 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         return self._data
 
     # ----------------------------------------------------------------- task hooks
+
+    def _find_data(self, data_root: str | None) -> DataRoot:
+        """The task's data: the AgentBench data root (a task built on other data overrides this)."""
+        return DataRoot.find(data_root)
 
     @abstractmethod
     def _tool_schemas(self) -> list[dict[str, Any]]:

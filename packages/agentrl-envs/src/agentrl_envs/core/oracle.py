@@ -36,8 +36,12 @@ class Oracle(ABC):
     def data(self) -> DataRoot:
         """The data root, resolved on first use (an oracle of one's own task may need none)."""
         if self._data is None:
-            self._data = DataRoot.find(self._data_root)
+            self._data = self._find_data(self._data_root)
         return self._data
+
+    def _find_data(self, data_root: str | None) -> DataRoot:
+        """The task's data: the AgentBench data root (a task built on other data overrides this)."""
+        return DataRoot.find(data_root)
 
     @abstractmethod
     def begin(self, index: int) -> None:
