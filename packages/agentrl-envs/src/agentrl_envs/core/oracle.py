@@ -28,9 +28,13 @@ class Oracle(ABC):
             **options: Task-specific options (the same ones the env takes, e.g. a train file path).
         """
         self.split = split
-        self.options = options
         self._data_root = data_root
         self._data: DataRoot | None = None
+        self.options = options
+
+    def _find_data(self, data_root: str | None) -> DataRoot:
+        """The task's data: the AgentBench data root (a task built on other data overrides this)."""
+        return DataRoot.find(data_root)
 
     @property
     def data(self) -> DataRoot:
@@ -38,10 +42,6 @@ class Oracle(ABC):
         if self._data is None:
             self._data = self._find_data(self._data_root)
         return self._data
-
-    def _find_data(self, data_root: str | None) -> DataRoot:
-        """The task's data: the AgentBench data root (a task built on other data overrides this)."""
-        return DataRoot.find(data_root)
 
     @abstractmethod
     def begin(self, index: int) -> None:
