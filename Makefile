@@ -1,7 +1,12 @@
 # The two commands that matter: `make train` (the main job: async RL on CPU) and `make test` (CI); also `make eval`.
 SHELL := /bin/bash
-export AGENTRL_DATA_ROOT ?= $(abspath ../shared/agentbench)
 export AGENTRL_CACHE_DIR ?= $(HOME)/.cache/agentrl
+# The data root is built by `agentrl-envs data fetch` (in `make setup`) into $(AGENTRL_CACHE_DIR)/agentbench/<commit>;
+# where a local mirror of the pinned commit's archive sits beside the repository, it stands in for GitHub.
+UPSTREAM_ARCHIVE := $(abspath ../shared/upstream/AgentBench-578c5e9.tar.gz)
+ifneq ($(wildcard $(UPSTREAM_ARCHIVE)),)
+export AGENTRL_DATA_URL ?= $(UPSTREAM_ARCHIVE)
+endif
 export NO_MKDOCS_2_WARNING ?= 1
 EVAL_ARGS ?= --tasks db --split test --agent oracle --output runs/oracle-db --overwrite
 

@@ -191,6 +191,7 @@ def controller(
     tmp: Path,
     settings: dict[str, Any] | None = None,
     pythonpath: str | None = None,
+    task_config: dict[str, Any] | None = None,
 ) -> Iterator[Service]:
     """``agentrl-controller serve`` with one task sized for ``sessions``.
 
@@ -202,8 +203,11 @@ def controller(
         settings: More config keys.
         pythonpath: Put first on the controller's ``PYTHONPATH``: another checkout's ``agentrl_controller``
             (``packages/agentrl-controller/src``), to compare versions side by side under the same load.
+        task_config: The task's config (``name``, ``env``, ``options``) in place of the one ``task`` names.
     """
-    if task == "noop":
+    if task_config is not None:
+        config = dict(task_config)
+    elif task == "noop":
         config = {"name": "noop", "env": "agentrl_controller.workers.noop:NoopEnv"}
     else:
         config = {"name": "dbbench-std", "env": "db", "options": {"backend": "sqlite", "max_rounds": 10**9}}

@@ -9,7 +9,11 @@
 # Status: written, never run (no GPU machine was available to its author); see docs/deployment.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export AGENTRL_DATA_ROOT="${AGENTRL_DATA_ROOT:-$(pwd)/../shared/agentbench}"
+# The data root comes from the cache (built by `agentrl-envs data fetch` on first use); a local mirror of the
+# archive stands in for GitHub when there is one.
+if [ -f ../shared/upstream/AgentBench-578c5e9.tar.gz ]; then
+    export AGENTRL_DATA_URL="${AGENTRL_DATA_URL:-$(pwd)/../shared/upstream/AgentBench-578c5e9.tar.gz}"
+fi
 VENV="${AGENTRL_SMOKE_VENV:-${AGENTRL_CACHE_DIR:-$HOME/.cache/agentrl}/gpu-smoke-venv}"
 start=$(date +%s)
 

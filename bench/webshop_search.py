@@ -20,8 +20,6 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("AGENTRL_DATA_ROOT", str(Path(__file__).resolve().parents[2] / "shared" / "agentbench"))
-
 from _stats import percentile  # bench/ is on sys.path when a benchmark runs as a script
 from agentrl_envs.core.data import DataRoot  # noqa: E402
 from agentrl_envs.tasks.webshop import WebShopEnv, load_catalogue  # noqa: E402

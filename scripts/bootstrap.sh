@@ -73,6 +73,11 @@ fi
 step "uv sync" uv sync --all-packages --all-extras --frozen --quiet
 wait_background
 
+# The AgentBench data root: downloaded (from $AGENTRL_DATA_URL, a mirror, when set; else GitHub), verified and built
+# into the cache by the same command a user runs; a no-op when it is there.
+step "AgentBench data" uv run --frozen agentrl-envs --log-level WARNING data fetch --no-progress \
+    ${AGENTRL_DATA_URL:+--from "$AGENTRL_DATA_URL"} >/dev/null
+
 # What only the test suite needs (`make test` sets AGENTRL_TEST_ASSETS=1): made here, in the background while the
 # rootfs builds (which mostly waits on the network and the disk), rather than one after another inside pytest.
 # Each is cached under the cache dir and is a no-op when warm.
@@ -82,6 +87,8 @@ if [ "${AGENTRL_TEST_ASSETS:-0}" = 1 ]; then
     # The ALFWorld games the tests play: the test split, and the train sample of tests/.../alfworld/test_oracle.py.
     background "ALFWorld games" bash -c 'uv run --frozen python -m agentrl_envs.tasks.alfworld.prepare --split test &&
         uv run --frozen python -m agentrl_envs.tasks.alfworld.prepare --split train --limit 3000 --stride 15'
+    # BFCL's pinned wheel from PyPI (2 MB, sha256-checked), extracted into the cache the BFCL tests read.
+    background "BFCL wheel" uv run --frozen python -m agentrl_envs.tasks.bfcl.fetch
 fi
 
 # The OS task's bwrap root filesystems (debootstrap + apt, several minutes once; cached under the cache dir,

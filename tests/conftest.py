@@ -1,4 +1,9 @@
-"""Test-wide settings: the AgentBench data root is ../shared/agentbench unless AGENTRL_DATA_ROOT says otherwise."""
+"""Test-wide settings.
+
+The AgentBench data root is built the way a user's machine builds it, by ``agentrl-envs data fetch``, from the local
+mirror of the pinned commit's archive (``../shared/upstream``) into the cache, unless ``AGENTRL_DATA_ROOT`` names
+one. ``../shared/agentbench`` (the hand-made reference root) is read only by the tests that compare with it.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +14,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA_ROOT = REPO.parent / "shared" / "agentbench"
+REFERENCE_ROOT = REPO.parent / "shared" / "agentbench"
+"""The data root made by hand from the archive: what a built root is compared with."""
+UPSTREAM_ARCHIVE = REPO.parent / "shared" / "upstream" / "AgentBench-578c5e9.tar.gz"
+"""The local mirror of GitHub's tarball of the pinned commit (three blobs absent, see its README)."""
 
-os.environ.setdefault("AGENTRL_DATA_ROOT", str(DEFAULT_DATA_ROOT))
-
-
-@pytest.fixture(scope="session")
-def data_root() -> Path:
-    """The AgentBench data root the tests read."""
-    path = Path(os.environ["AGENTRL_DATA_ROOT"])
-    assert (path / "prompts.json").is_file(), f"AgentBench data root not found at {path}"
-    return path
+if UPSTREAM_ARCHIVE.is_file():
+    # A first use in a subprocess with another cache dir fetches from the mirror, never from GitHub.
+    os.environ.setdefault("AGENTRL_DATA_URL", str(UPSTREAM_ARCHIVE))
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -27,6 +29,18 @@ def _cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Keep generated assets out of the user's cache unless AGENTRL_CACHE_DIR is set (CI sets it to persist)."""
     if not os.environ.get("AGENTRL_CACHE_DIR"):
         os.environ["AGENTRL_CACHE_DIR"] = str(tmp_path_factory.mktemp("agentrl-cache"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def data_root(_cache_dir: None) -> Path:
+    """The AgentBench data root the tests read: ``agentrl-envs data fetch`` into the cache (a no-op when warm)."""
+    if not os.environ.get("AGENTRL_DATA_ROOT"):
+        from agentrl_envs.data import fetch
+
+        os.environ["AGENTRL_DATA_ROOT"] = str(fetch(show_progress=False))
+    path = Path(os.environ["AGENTRL_DATA_ROOT"])
+    assert (path / "prompts.json").is_file(), f"AgentBench data root not found at {path}"
+    return path
 
 
 _exit_status: list[int] = []

@@ -16,7 +16,7 @@ QUICKSTART = Path(__file__).parents[2] / "examples" / "configs" / "quickstart.ya
 
 
 def _db_train_file(tmp_path: Path, lines: int) -> Path:
-    data_root = Path(os.environ.get("AGENTRL_DATA_ROOT", "/work/shared/agentbench"))
+    data_root = Path(os.environ["AGENTRL_DATA_ROOT"])  # set by tests/conftest.py
     rows = (data_root / "data/dbbench/dev.jsonl").read_text().splitlines()[:lines]
     train = tmp_path / "db_train.jsonl"
     train.write_text("\n".join(rows) + "\n")

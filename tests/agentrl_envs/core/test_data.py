@@ -16,13 +16,14 @@ def test_environment_variable_is_used(data_root: Path, monkeypatch: pytest.Monke
 
 
 def test_missing_root_says_how_to_fix(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="Pass data_root=... or set AGENTRL_DATA_ROOT"):
+    with pytest.raises(DataError, match=r"`agentrl-envs data fetch`.*data_root=\.\.\. / --data-root"):
         resolve_data_root(tmp_path / "nowhere")
 
 
 def test_prompts_and_configs_are_read(data_root: Path) -> None:
     data = DataRoot.find(data_root)
-    assert data.prompts("dbbench")["max_round"] == 15
+    assert data.prompts("dbbench")["sql_timeout_seconds"] == 60
+    assert data.task_config("dbbench")["default"]["parameters"]["max_round"] == 15
     tools = data.task_config("dbbench")["default"]["parameters"]["tools"]
     assert [t["function"]["name"] for t in tools] == ["execute_sql", "commit_final_answer"]
     assert len(data.jsonl("data/dbbench/standard.jsonl")) == 300

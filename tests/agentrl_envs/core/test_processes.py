@@ -1,12 +1,18 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from agentrl_envs.core.processes import SharedServer, pid_alive
+import pytest
+
+from agentrl_envs.core.processes import SharedServer, pid_alive, spawn, spawner_thread
 
 
 class FakeServer:
@@ -53,3 +59,97 @@ def test_a_zombie_is_not_alive() -> None:
         time.sleep(0.01)  # exited, not yet reaped
     assert not pid_alive(child.pid)
     child.wait()
+
+
+def _on_exited_thread(work: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """``work()`` run on a thread that has exited (in the kernel, not only in Python) when this returns."""
+    out: list[subprocess.Popen[bytes]] = []
+    thread = threading.Thread(target=lambda: out.append(work()))
+    thread.start()
+    thread.join()
+    while Path(f"/proc/self/task/{thread.native_id}").exists():
+        time.sleep(0.01)
+    return out[0]
+
+
+@pytest.mark.parametrize("death_signal", [signal.SIGTERM, None])
+def test_a_spawned_child_outlives_the_thread_that_asked_for_it(death_signal: signal.Signals | None) -> None:
+    child = _on_exited_thread(lambda: spawn(["sleep", "30"], death_signal=death_signal))
+    try:
+        time.sleep(0.2)  # a parent-death signal would have arrived by now
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_plain_child_dies_with_the_thread_that_forked_it() -> None:
+    # The kernel behaviour spawn() exists for: the parent-death signal bwrap sets (the sandboxes' flags) follows
+    # the forking thread, not the process.
+    flags = ["--die-with-parent", "--unshare-pid", "--unshare-net", "--bind", "/", "/", "--proc", "/proc"]
+
+    def start() -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(["bwrap", *flags, "--dev", "/dev", "sleep", "30"])
+        while not _grandchildren(process.pid):  # bwrap is set up (and has set its signal) once the command runs
+            time.sleep(0.01)
+        return process
+
+    child = _on_exited_thread(start)
+    assert child.wait(timeout=10) == -signal.SIGKILL
+
+
+def _grandchildren(pid: int) -> list[str]:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return [g for c in children for g in Path(f"/proc/{c}/task/{c}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+KILLED_OWNER = """
+import sys, threading
+from agentrl_envs.core.processes import spawn
+children = []
+thread = threading.Thread(target=lambda: children.append(spawn(["sleep", "1000"])))
+thread.start()
+thread.join()
+print(children[0].pid, flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_spawned_child_dies_with_its_owner_process_killed_by_sigkill() -> None:
+    owner = subprocess.Popen([sys.executable, "-c", KILLED_OWNER], stdout=subprocess.PIPE, text=True)
+    assert owner.stdout is not None
+    child = int(owner.stdout.readline())
+    assert pid_alive(child)
+    owner.kill()
+    owner.wait()
+    deadline = time.monotonic() + 10
+    while pid_alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not pid_alive(child)
+
+
+def test_spawn_forks_on_one_thread_and_reports_errors_to_the_caller() -> None:
+    with pytest.raises(FileNotFoundError):
+        spawn(["/nonexistent/agentrl-program"])
+    with pytest.raises(TypeError, match=re.escape("pass no preexec_fn")):
+        spawn(["true"], preexec_fn=lambda: None)
+    thread = spawner_thread()
+    assert thread.is_alive() and thread.daemon
+    assert spawn(["true"]).wait(timeout=10) == 0  # the thread survived the errors
+    assert spawner_thread() is thread
+
+
+def test_a_forked_child_process_spawns_on_its_own_thread() -> None:
+    spawner_thread()  # started in this process; a fork does not copy it
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            code = spawn(["true"]).wait(timeout=10)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

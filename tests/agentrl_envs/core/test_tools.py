@@ -37,3 +37,13 @@ def test_invalid_schema_is_rejected_at_construction() -> None:
     bad = [{"type": "function", "function": {"name": "f", "parameters": {"type": "no-such-type"}}}]
     with pytest.raises(EnvError, match="Tool 'f' has an invalid parameters schema"):
         ToolBox(bad)
+
+
+def test_subset_keeps_the_chosen_tools_in_order_and_checks_only_them() -> None:
+    box = ToolBox(TOOLS).subset(["answer"])
+    assert box.names == ["answer"] and box.schemas == [TOOLS[1]]
+    echo = box.check(ToolCall(id="c", function=FunctionCall(name="echo", arguments='{"text": "hi"}')))
+    assert echo.error == ToolCallError.UNKNOWN_TOOL
+    assert box.check(ToolCall(id="c", function=FunctionCall(name="answer", arguments='{"value": 1}'))).ok
+    with pytest.raises(EnvError, match=r"No tools \['nope'\]"):
+        ToolBox(TOOLS).subset(["nope"])

@@ -83,3 +83,15 @@ def test_an_installed_package_adds_tasks_through_the_entry_point_group(
     output = guess.parent / "out"
     assert main(["--tasks", "guess", "--agent", "random", "--limit", "2", "--output", str(output)]) == 0
     assert read_outputs(output)[0]["tasks"]["guess"]["episodes"] == 2
+
+
+def test_a_task_of_ones_own_is_given_no_agentbench_data_root(guess: Path) -> None:
+    """``--data-root`` is AgentBench's: neither checked nor passed for a task of one's own (benchmark ``custom``)."""
+    import guess_env  # noqa: F401 - registers "guess" on import
+
+    assert TASKS["guess"].benchmark == "custom"
+    output = guess.parent / "out"
+    argv = ["--tasks", "guess", "--agent", "oracle", "--data-root", str(guess.parent / "absent"), "--limit", "1"]
+    assert main([*argv, "--output", str(output)]) == 0
+    results, _ = read_outputs(output)
+    assert results["tasks"]["guess"]["success_rate"] == 1.0 and results["config"]["tasks"]["guess"]["options"] == {}

@@ -2,7 +2,7 @@
 
 Loaded from YAML (or JSON) with :func:`load_config`; every model forbids unknown keys so a typo fails at
 start-up instead of being ignored. With no file, :func:`default_config` serves every registered task's
-test, dev and train names with local workers that start on first use.
+splits (test, dev and train; BFCL: test) with local workers that start on first use.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ __all__ = [
     "is_loopback",
     "load_config",
 ]
-
-_SPLITS = ("test", "dev", "train")
 
 
 class _Strict(BaseModel):
@@ -180,7 +178,7 @@ def default_tasks() -> list[TaskConfig]:
     for spec in TASKS.values():
         if spec.entry_point is None:
             continue
-        for split in _SPLITS:
+        for split in spec.splits:
             aliases = [spec.short_name] if split == "test" else []
             tasks.append(TaskConfig(name=spec.upstream_name(split), env=spec.short_name, split=split, aliases=aliases))
     return tasks

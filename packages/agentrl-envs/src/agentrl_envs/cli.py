@@ -1,4 +1,4 @@
-"""``agentrl-envs``: task utilities that are not evaluation (e.g. ``agentrl-envs webshop serve``).
+"""``agentrl-envs``: data and task utilities that are not evaluation (``agentrl-envs data fetch``, ``webshop serve``).
 
 Each task that has commands contributes a sub-command group through an ``add_commands(subparsers)`` function.
 """
@@ -10,6 +10,8 @@ import logging
 import sys
 
 from agentrl_envs.core.errors import AgentRLError
+from agentrl_envs.data import cli as data_cli
+from agentrl_envs.synth import cli as synth_cli
 from agentrl_envs.tasks.webshop import cli as webshop_cli
 
 __all__ = ["main"]
@@ -20,7 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentrl-envs", description=__doc__.splitlines()[0])
     parser.add_argument("--log-level", default="INFO", help="Python logging level (default INFO).")
     groups = parser.add_subparsers(dest="group", required=True)
+    data_cli.add_commands(groups)
     webshop_cli.add_commands(groups)
+    synth_cli.add_commands(groups)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

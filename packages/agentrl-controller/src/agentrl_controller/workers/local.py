@@ -80,7 +80,7 @@ class LocalWorker:
         status = info.get("status", SampleStatus.RUNNING.value)
         return {
             "messages": messages,
-            "tools": self.tools,
+            "tools": info.get("tools") or self.tools,  # per sample for tasks whose tools vary (BFCL)
             "status": status,
             "finish": status != SampleStatus.RUNNING.value,
             "reward": float(reward),

@@ -1,9 +1,11 @@
 """Where benchmark data is read from and where generated assets go.
 
-The **data root** is laid out like the upstream AgentBench repository (``data/...``, ``configs/tasks/*.yaml``,
-``prompts.json``). It is resolved from the ``data_root=`` argument, then ``AGENTRL_DATA_ROOT``, then
-``<cache dir>/agentbench``. The **cache dir** (``AGENTRL_CACHE_DIR``, default ``~/.cache/agentrl``) holds
-assets generated from the data; they are deterministic and rebuilt when their inputs change.
+The **data root** is laid out like the upstream AgentBench repository (``data/...``, ``configs/tasks/*.yaml``) plus
+``prompts.json``, the texts derived from upstream's task code. It is resolved from the ``data_root=`` argument
+(``--data-root`` on the command line), then ``AGENTRL_DATA_ROOT``, then the cache,
+``<cache dir>/agentbench/<pinned commit>``, which :mod:`agentrl_envs.data` fetches on first use unless
+``AGENTRL_OFFLINE=1``. The **cache dir** (``AGENTRL_CACHE_DIR``, default ``~/.cache/agentrl``) also holds assets
+generated from the data; they are deterministic and rebuilt when their inputs change.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import yaml
 
 from agentrl_envs.core.errors import DataError
 
-__all__ = ["DataRoot", "resolve_cache_dir", "resolve_data_root"]
+__all__ = ["DataRoot", "read_json", "read_jsonl", "resolve_cache_dir", "resolve_data_root"]
 
 DATA_ROOT_ENV = "AGENTRL_DATA_ROOT"
 CACHE_DIR_ENV = "AGENTRL_CACHE_DIR"
@@ -33,29 +35,33 @@ def resolve_cache_dir() -> Path:
 
 
 def resolve_data_root(data_root: str | os.PathLike[str] | None = None) -> Path:
-    """Find the AgentBench data root.
+    """Find the AgentBench data root: ``data_root``, else ``$AGENTRL_DATA_ROOT``, else the cache (fetched on first use).
 
     Args:
-        data_root: An explicit path; wins over the environment variable and the default.
+        data_root: An explicit path; wins over the environment variable and the cache.
 
     Raises:
-        DataError: If no candidate holds ``prompts.json``; the message lists what was tried.
+        DataError: If the chosen path holds no ``prompts.json``, or the cache is empty and cannot be fetched;
+            the message says how to get one.
     """
-    candidates: list[tuple[str, Path]] = []
     if data_root is not None:
-        candidates.append(("data_root argument", Path(data_root)))
-    elif os.environ.get(DATA_ROOT_ENV):
-        candidates.append((f"${DATA_ROOT_ENV}", Path(os.environ[DATA_ROOT_ENV])))
-    else:
-        candidates.append(("default", resolve_cache_dir() / "agentbench"))
-    for _, path in candidates:
-        path = path.expanduser()
-        if (path / "prompts.json").is_file():
-            return path.resolve()
-    tried = ", ".join(f"{how}: {path}" for how, path in candidates)
+        return _checked(Path(data_root), "the data_root argument (--data-root)")
+    if os.environ.get(DATA_ROOT_ENV):
+        return _checked(Path(os.environ[DATA_ROOT_ENV]), f"${DATA_ROOT_ENV}")
+    from agentrl_envs.data.fetch import cached_data_root  # the fetcher builds on this module
+
+    return cached_data_root()
+
+
+def _checked(path: Path, how: str) -> Path:
+    path = path.expanduser()
+    if (path / "prompts.json").is_file():
+        return path.resolve()
     raise DataError(
-        f"No AgentBench data root found ({tried}). A data root is laid out like the AgentBench repository "
-        f"(data/, configs/tasks/, prompts.json). Pass data_root=... or set {DATA_ROOT_ENV}."
+        f"No AgentBench data root at {path} (from {how}): it has no prompts.json. A data root is built by "
+        "`agentrl-envs data fetch` (downloads the pinned AgentBench commit; --from FILE_OR_URL for a mirror) or "
+        "`agentrl-envs data import CHECKOUT`; then pass its path as data_root=... / --data-root, set "
+        f"{DATA_ROOT_ENV}, or leave both unset to use the cache."
     )
 
 
@@ -71,17 +77,36 @@ class DataRoot:
         return cls(resolve_data_root(data_root))
 
     def file(self, relative: str) -> Path:
-        """A file under the data root, which must exist."""
+        """A file under the data root, which must exist.
+
+        Raises:
+            DataError: If it does not; for a root built from a source that lacked the file, the message says so
+                and how to get a complete one.
+        """
         path = self.path / relative
         if not path.exists():
-            raise DataError(f"{relative} is missing from the data root {self.path}.")
+            raise DataError(f"{relative} is missing from the data root {self.path}{self._why_missing(relative)}.")
         return path
+
+    def _why_missing(self, relative: str) -> str:
+        from agentrl_envs.data.build import read_info  # the builder depends on this module
+
+        info = read_info(self.path)
+        if info is None or relative not in info.missing:
+            return ""
+        return (
+            f": the source it was built from ({info.source}) lacks upstream's {info.missing[relative]}. Fetch the "
+            "complete archive with `agentrl-envs data fetch --force` (from GitHub, or --from a complete mirror)"
+        )
 
     def prompts(self, task_key: str) -> dict[str, Any]:
         """The text constants of one upstream task (``prompts.json`` → ``tasks`` → ``task_key``)."""
-        tasks = _read_json(self.file("prompts.json"))["tasks"]
+        prompts = _read_json(self.file("prompts.json"))
+        tasks = prompts["tasks"]
         if task_key not in tasks:
-            raise DataError(f"prompts.json has no entry {task_key!r}; it has {sorted(tasks)}.")
+            absent = prompts.get("missing_sources", {}).get(task_key)
+            why = f" (the source lacked {', '.join(absent)}, which its texts are derived from)" if absent else ""
+            raise DataError(f"prompts.json in {self.path} has no entry {task_key!r}{why}; it has {sorted(tasks)}.")
         return tasks[task_key]
 
     def task_config(self, config_name: str) -> dict[str, Any]:
@@ -103,6 +128,14 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
     if not path.is_file():
         raise DataError(f"JSONL file not found: {path}")
     return _read_jsonl_cached(path.resolve(), path.stat().st_mtime_ns)
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON file (cached by path and modification time)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"JSON file not found: {path}")
+    return _read_json(path)
 
 
 def _read_json(path: Path) -> Any:

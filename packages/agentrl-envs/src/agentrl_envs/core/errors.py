@@ -7,13 +7,22 @@ mistakes (bad configuration, missing data) and for infrastructure faults::
     ├── EnvError                 misuse of an environment (bad option, step before reset)
     │   └── UnknownTaskError     a task or env id that is not registered
     ├── DataError                the data root or a data file is missing or malformed
+    │   └── DataIntegrityError   a fetched upstream file is not the pinned commit's (corrupt or another version)
     └── InfraError               the environment's own machinery failed (database, sandbox, network)
         └── BackendUnavailableError  a backend's system dependency is missing
 """
 
 from __future__ import annotations
 
-__all__ = ["AgentRLError", "BackendUnavailableError", "DataError", "EnvError", "InfraError", "UnknownTaskError"]
+__all__ = [
+    "AgentRLError",
+    "BackendUnavailableError",
+    "DataError",
+    "DataIntegrityError",
+    "EnvError",
+    "InfraError",
+    "UnknownTaskError",
+]
 
 
 class AgentRLError(Exception):
@@ -33,6 +42,10 @@ class UnknownTaskError(EnvError, KeyError):
 
 class DataError(AgentRLError):
     """The benchmark data root, or a file in it, is missing or malformed."""
+
+
+class DataIntegrityError(DataError):
+    """An upstream file does not match the pinned commit's git blob id."""
 
 
 class InfraError(AgentRLError, RuntimeError):

@@ -1,16 +1,132 @@
-"""Helpers for the local processes backends start: liveness by pid and one shared server per process."""
+"""Helpers for the local processes backends start: children that die with this process, liveness, sharing.
+
+Nothing a backend starts may outlive its owner, even one killed with SIGKILL. Linux's parent-death signal
+(``PR_SET_PDEATHSIG``, which bwrap's ``--die-with-parent`` also sets) gives that guarantee, but its "parent" is
+the *thread* that forked the child, not the process: a sandbox or server started by a short-lived thread (a
+``threading.Thread`` per call, an idle worker retired by a thread pool, Starlette's anyio workers) is killed
+as soon as that thread exits, in the middle of an episode another thread goes on stepping. So every such child
+is forked by :func:`spawn`, on one thread that lives exactly as long as the process: the signal then fires when
+the process dies (all of its threads), and never before, whichever thread asked for the child.
+"""
 
 from __future__ import annotations
 
 import atexit
+import ctypes
+import ctypes.util
 import os
+import queue
+import signal
 import subprocess
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["SharedServer", "pid_alive", "stop_process"]
+__all__ = ["SharedServer", "pid_alive", "spawn", "spawner_thread", "stop_process"]
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Callable[[int, int], int] | None:
+    """The C library's ``prctl``, loaded here because a forked child must not load libraries before it execs."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_prctl = _load_prctl()
+
+
+class _Spawner:
+    """The thread that forks every child of this process that must die with it (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def thread(self) -> threading.Thread:
+        """The spawning thread, started on first use; a daemon, so it ends only with the process."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, args=(self._jobs,), name="agentrl-spawner", daemon=True
+                )
+                self._thread.start()
+            return self._thread
+
+    def call(self, job: Callable[[], Any]) -> Any:
+        """Run ``job`` on the spawning thread and return its result (or raise its exception)."""
+        if threading.current_thread() is self.thread:
+            return job()
+        done: Future[Any] = Future()
+        self._jobs.put((job, done))
+        return done.result()
+
+    @staticmethod
+    def _serve(jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]]) -> None:
+        while True:
+            job, done = jobs.get()
+            try:
+                done.set_result(job())
+            except BaseException as e:  # the caller's error: hand it over, keep the thread alive
+                done.set_exception(e)
+
+
+_spawners: dict[int, _Spawner] = {}
+
+
+def _spawner() -> _Spawner:
+    """This process's spawner (keyed by pid: threads do not survive a fork, so a forked child starts its own)."""
+    pid = os.getpid()
+    return _spawners.get(pid) or _spawners.setdefault(pid, _Spawner())
+
+
+def spawner_thread() -> threading.Thread:
+    """The thread :func:`spawn` forks children on (the parent whose death their parent-death signal follows)."""
+    return _spawner().thread
+
+
+def _die_with(owner: int, death_signal: int) -> Callable[[], None]:
+    def in_child() -> None:
+        assert _prctl is not None
+        _prctl(_PR_SET_PDEATHSIG, death_signal)
+        if os.getppid() != owner:  # the owner died between the fork and the prctl: no signal will come
+            os.kill(os.getpid(), death_signal)
+
+    return in_child
+
+
+def spawn(
+    args: Sequence[str], *, death_signal: signal.Signals | None = signal.SIGTERM, **popen_kwargs: Any
+) -> subprocess.Popen[bytes]:
+    """Start ``args`` as a child that dies with this process (all its threads) and not with the calling thread.
+
+    The child is forked by :func:`spawner_thread`, so the parent-death signal it gets here (``death_signal``) or
+    sets itself (bwrap's ``--die-with-parent``) fires only once the whole process is gone, SIGKILL included.
+    Waiting for it, signalling it and reading its pipes work from any thread, as with any ``Popen``.
+
+    Args:
+        args: The command line.
+        death_signal: The signal the child gets when this process dies (SIGTERM lets a server shut down
+            cleanly); ``None`` sets none, for a child that sets its own (``bwrap --die-with-parent``).
+        **popen_kwargs: Passed to :class:`subprocess.Popen` (``preexec_fn`` is taken by ``death_signal``).
+
+    Raises:
+        OSError: If the command cannot be started, as from ``Popen``.
+    """
+    if "preexec_fn" in popen_kwargs:
+        raise TypeError("spawn() sets the child's preexec_fn itself (death_signal=...); pass no preexec_fn.")
+    if death_signal is not None and _prctl is not None:
+        popen_kwargs["preexec_fn"] = _die_with(os.getpid(), int(death_signal))
+    return _spawner().call(lambda: subprocess.Popen(args, **popen_kwargs))  # type: ignore[no-any-return]
 
 
 def pid_alive(pid: int) -> bool:

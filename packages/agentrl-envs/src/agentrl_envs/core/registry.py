@@ -1,13 +1,18 @@
-"""The task table: the five AgentBench tasks, tasks of one's own, their names, env ids and Gymnasium registration.
+"""The task table: its tasks, tasks of one's own, their names, env ids and Gymnasium registration.
 
-Each task has a short name (``db``), a versioned env id (``AgentBench/DB-v0``) and upstream's controller
-names (``dbbench-std`` for test, ``dbbench-env_train`` for train, ``dbbench-dev`` for dev). The table is
-explicit; a task whose environment has not landed yet has no entry point and is not registered.
+The five AgentBench tasks, and the four BFCL multi-turn categories (held-out generalization, test split
+only). Each task has a short name (``db``, ``bfcl_base``), a versioned env id (``AgentBench/DB-v0``,
+``AgentBench/BFCL-Base-v0``) and controller names (upstream's ``dbbench-std`` for test,
+``dbbench-env_train`` for train, ``dbbench-dev`` for dev; ``bfcl_multi_turn_base-std`` for BFCL). The table
+is explicit; a task whose environment has not landed yet has no entry point and is not registered.
 
 Tasks of one's own join the same table, so every entry point (``agentrl-eval --tasks``, the trainer's
 ``tasks:``, the controller's default config) takes them by name: :func:`register_task` from code, the
 ``agentrl_envs.tasks`` entry-point group from an installed package (``name = "package.module:EnvClass"``),
 or a ``module:Class`` name given wherever a task name goes.
+
+A misspelled name gets a "Did you mean" hint, whether it reaches :func:`make` or ``gym.make`` (see
+:func:`suggest_env_id`).
 """
 
 from __future__ import annotations
@@ -16,26 +21,31 @@ import dataclasses
 import difflib
 import functools
 import logging
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import import_module, metadata
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs import registration
 
 from agentrl_envs.core.errors import EnvError, UnknownTaskError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "TASKS",
+    "TASK_GROUPS",
     "TaskSpec",
     "create_env",
+    "expand_tasks",
     "load_entry_points",
     "load_object",
     "make",
     "register_envs",
     "register_task",
     "resolve_task",
+    "suggest_env_id",
     "unregister_task",
 ]
 
@@ -48,6 +58,7 @@ EnvFactory = Callable[..., gym.Env]
 """An env class or a function ``(**options) -> gym.Env`` (``split``, ``data_root``... among the options)."""
 
 _SPLIT_SUFFIX = {"test": "std", "train": "env_train", "dev": "dev"}
+_NAMESPACE = "AgentBench"
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,11 @@ class TaskSpec:
     """``module:Class`` of the environment (or the class or factory itself), ``None`` while not implemented."""
     oracle: str | Callable[..., Any] | None = None
     """``module:Class`` of the task's :class:`~agentrl_envs.core.oracle.Oracle` (or the class itself)."""
+    benchmark: str = "agentbench"
+    """Whose data the task reads: ``agentbench`` (the AgentBench data root), ``bfcl`` (BFCL's wheel) or
+    ``custom`` (a task of one's own, which finds its own data: no ``data_root`` is passed to it)."""
+    splits: tuple[str, ...] = ("test", "dev", "train")
+    """The splits the task has."""
 
     def upstream_name(self, split: str) -> str:
         """Upstream's controller name for a split, e.g. ``dbbench-std`` for ``test``."""
@@ -113,8 +129,31 @@ TASKS: dict[str, TaskSpec] = {
             "agentrl_envs.tasks.webshop.env:WebShopEnv",
             "agentrl_envs.tasks.webshop.oracle:WebShopOracle",
         ),
+        *(
+            TaskSpec(
+                short_name,
+                env_id,
+                f"bfcl_{category}",
+                f"bfcl_{category}",
+                f"agentrl_envs.tasks.bfcl.env:{name}Env",
+                f"agentrl_envs.tasks.bfcl.oracle:{name}Oracle",
+                benchmark="bfcl",
+                splits=("test",),
+            )
+            for short_name, env_id, category, name in (
+                ("bfcl_base", "AgentBench/BFCL-Base-v0", "multi_turn_base", "BFCLBase"),
+                ("bfcl_miss_func", "AgentBench/BFCL-MissFunc-v0", "multi_turn_miss_func", "BFCLMissFunc"),
+                ("bfcl_miss_param", "AgentBench/BFCL-MissParam-v0", "multi_turn_miss_param", "BFCLMissParam"),
+                ("bfcl_long_context", "AgentBench/BFCL-LongContext-v0", "multi_turn_long_context", "BFCLLongContext"),
+            )
+        ),
     )
 }
+
+TASK_GROUPS: dict[str, tuple[str, ...]] = {
+    "bfcl": ("bfcl_base", "bfcl_miss_func", "bfcl_miss_param", "bfcl_long_context"),
+}
+"""Names that stand for several tasks in ``--tasks`` lists: ``bfcl`` is BFCL's four multi-turn categories."""
 
 
 def register_envs() -> None:
@@ -129,6 +168,76 @@ def register_envs() -> None:
             gym.register(
                 id=spec.env_id, entry_point=create_env, kwargs={"task": spec.short_name}, disable_env_checker=False
             )
+    _hint_misspelled_ids()
+
+
+def suggest_env_id(env_id: str) -> str | None:
+    """The registered ``AgentBench/...`` id that a wrong ``env_id`` most likely meant, or ``None``.
+
+    In the namespace (spelled in any case) the name is matched loosely, ignoring case and version, against the
+    env names, short names and upstream keys (``AgentBench/Db-v0``, ``AgentBench/DB-v1``, ``AgentBench/dbbench``
+    all give ``AgentBench/DB-v0``). Without a namespace only an exact task name counts (``db``, ``DB-v0``,
+    ``dbbench-std``), since such ids are usually Gymnasium's own envs.
+    """
+    namespace, _, rest = env_id.rpartition("/")
+    if namespace and namespace.lower() != _NAMESPACE.lower():
+        return None
+    name = re.sub(r"-v[^-]*$", "", rest)  # the version, even a malformed one
+    names: dict[str, str] = {}
+    for spec in TASKS.values():
+        if spec.entry_point is None:
+            continue
+        env_name = spec.env_id.partition("/")[2].rsplit("-v", 1)[0]
+        upstream = [spec.upstream_name(split) for split in spec.splits]
+        for alias in (env_name, spec.short_name, spec.upstream_key, *upstream):
+            names.setdefault(alias, spec.env_id)
+    if not namespace:
+        exact = {alias.lower(): target for alias, target in names.items()}
+        return exact.get(name.lower()) or exact.get(rest.lower())
+    hint = _closest(name, names)
+    return names[hint] if hint is not None else None
+
+
+def _closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to ``name`` by difflib, ignoring case (so ``Db`` finds ``DB``), or ``None``."""
+    by_lower = {candidate.lower(): candidate for candidate in candidates}
+    hint = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
+    return by_lower[hint[0]] if hint else None
+
+
+def _hint_misspelled_ids() -> None:
+    """Make ``gym.make`` and ``gym.spec`` name the AgentBench id that a wrong one most likely meant.
+
+    Gymnasium hints only at a name that is close with the same case (``DBB`` gets ``DB``; ``Db`` gets nothing,
+    ``DB-v1`` a list of versions), and it has no hook for a namespace's own hints; so its id check, the one
+    function both call for an id that is not registered, is wrapped once. Errors keep their Gymnasium type
+    (``NameNotFound``, ``VersionNotFound``...); ids outside the namespace that suggest nothing keep Gymnasium's
+    message.
+    """
+    check = registration._check_version_exists
+    if getattr(check, "_agentrl_hints", False):
+        return
+
+    @functools.wraps(check)
+    def check_with_hint(ns: str | None, name: str, version: int | None) -> None:
+        try:
+            check(ns, name, version)
+        except gym.error.Error as e:
+            env_id = registration.get_env_id(ns, name, version)
+            hint = suggest_env_id(env_id)
+            if hint is not None:
+                raise type(e)(f"Environment `{env_id}` doesn't exist. Did you mean: `{hint}`?") from None
+            if ns is not None and ns.lower() == _NAMESPACE.lower():
+                known = ", ".join(
+                    f"`{spec.env_id}`"
+                    for spec in TASKS.values()
+                    if spec.entry_point is not None and spec.env_id.startswith(f"{_NAMESPACE}/")
+                )
+                raise type(e)(f"Environment `{env_id}` doesn't exist. The {_NAMESPACE} ids are {known}.") from None
+            raise
+
+    check_with_hint._agentrl_hints = True  # type: ignore[attr-defined]
+    registration._check_version_exists = check_with_hint
 
 
 def create_env(*, task: str, controller_url: str | None = None, **kwargs: Any) -> gym.Env:
@@ -167,13 +276,21 @@ def resolve_task(name: str) -> tuple[TaskSpec, str | None]:
     for spec in TASKS.values():
         known[spec.short_name] = (spec, None)
         known[spec.env_id] = (spec, None)
-        for split in _SPLIT_SUFFIX:
+        for split in spec.splits:
             known[spec.upstream_name(split)] = (spec, split)
     if name in known:
         return known[name]
-    hint = difflib.get_close_matches(name, list(known), n=1)
-    suggestion = f" Did you mean {hint[0]!r}?" if hint else ""
+    hint = _closest(name, known)
+    suggestion = f" Did you mean {hint!r}?" if hint else ""
     raise UnknownTaskError(f"Unknown task {name!r}.{suggestion} Known tasks: {', '.join(TASKS)}.")
+
+
+def expand_tasks(names: str) -> list[str]:
+    """A comma-separated task list with groups (``bfcl``) replaced by their tasks, e.g. ``db,bfcl``."""
+    expanded: list[str] = []
+    for name in [n.strip() for n in names.split(",") if n.strip()]:
+        expanded += TASK_GROUPS.get(name, (name,))
+    return expanded
 
 
 def make(task: str, **kwargs: Any) -> gym.Env:
@@ -225,7 +342,7 @@ def register_task(
     """
     if not name or any(c in name for c in ":/ ,"):
         raise EnvError(f"Task name {name!r} must be a plain name without ':', '/', ',' or spaces (e.g. 'guess').")
-    spec = TaskSpec(name, env_id or f"AgentRL/{name}-v0", name, name, factory, oracle)
+    spec = TaskSpec(name, env_id or f"AgentRL/{name}-v0", name, name, factory, oracle, benchmark="custom")
     held = TASKS.get(name)
     if held is not None:
         if not _same_object(held.entry_point, factory) or (

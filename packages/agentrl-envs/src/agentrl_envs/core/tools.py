@@ -73,6 +73,21 @@ class ToolBox:
                 raise EnvError(f"Tool {name!r} has an invalid parameters schema: {e.message}") from e
             self._validators[name] = cls(parameters)
 
+    def subset(self, names: list[str]) -> ToolBox:
+        """The tools ``names``, in that order, reusing their compiled validators (no schema is checked again).
+
+        Raises:
+            EnvError: If a name is not one of the tools.
+        """
+        unknown = [name for name in names if name not in self._validators]
+        if unknown:
+            raise EnvError(f"No tools {unknown} in this toolbox; it has {self.names}.")
+        by_name = {tool["function"]["name"]: tool for tool in self.schemas}
+        subset = ToolBox([])
+        subset.schemas = [by_name[name] for name in names]
+        subset._validators = {name: self._validators[name] for name in names}
+        return subset
+
     @property
     def names(self) -> list[str]:
         """Tool names in declaration order."""

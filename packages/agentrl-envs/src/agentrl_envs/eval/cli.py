@@ -25,11 +25,12 @@ from typing import Any
 
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import AgentRLError, DataError, EnvError, UnknownTaskError
-from agentrl_envs.core.registry import TASKS, resolve_task
+from agentrl_envs.core.registry import TASKS, expand_tasks, resolve_task
 from agentrl_envs.eval.agents import Agent, AgentFactory, MixedAgent, OracleAgent, RandomAgent
 from agentrl_envs.eval.openai_agent import OpenAIAgent, OpenAIChatClient, RetryPolicy
 from agentrl_envs.eval.records import EpisodeRecord
@@ -64,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--tasks",
         required=True,
-        help="comma-separated task names: short names (db,kg), upstream names (dbbench-dev), tasks registered with "
-        "agentrl_envs.register_task or the agentrl_envs.tasks entry point, or module:Class",
+        help="comma-separated task names: short names (db,kg), upstream names (dbbench-dev), bfcl (its 4 categories), "
+        "tasks registered with agentrl_envs.register_task or the agentrl_envs.tasks entry point, or module:Class",
     )
     parser.add_argument("--split", choices=("test", "dev", "train"), help="default: test (or the upstream name's)")
     parser.add_argument(
@@ -272,17 +273,25 @@ async def _evaluate(args: argparse.Namespace, session: _Session, console: Consol
             try:
                 await evaluation.prepare()
             except (EnvError, DataError) as e:
-                console.print(f"[red]agentrl-eval: error:[/red] {e}", highlight=False, soft_wrap=True)
+                # escape(): an error's text is printed as is; rich would take "[alfworld]" for markup and drop it
+                console.print(f"[red]agentrl-eval: error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
                 return EXIT_USAGE
             session.planned = evaluation.planned_samples()
             session.engines = {
                 name: {"fidelity": pool.fidelity, "backend": pool.backend} for name, pool in evaluation.pools.items()
             }
-            session.data = next((p.data for p in evaluation.pools.values() if p.data is not None), None)
+            session.data = next(
+                (
+                    pool.data
+                    for name, pool in evaluation.pools.items()
+                    if pool.data is not None and name in TASKS and TASKS[name].benchmark == "agentbench"
+                ),
+                None,
+            )  # the AgentBench data root (BFCL's tree, read by its tasks, is no AgentBench commit)
             progress.update(bar, total=evaluation.total, description="episodes")
             await evaluation.run()
     except AgentRLError as e:  # AgentConfigError, or an environment that cannot be made at all
-        console.print(f"[red]agentrl-eval: failed:[/red] {e}", highlight=False, soft_wrap=True)
+        console.print(f"[red]agentrl-eval: failed:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         return EXIT_FAILED
     finally:
         await asyncio.gather(*(client.aclose() for client in clients))
@@ -302,31 +311,38 @@ def _plans(args: argparse.Namespace) -> list[TaskPlan]:
             raise EnvError(f"--{flag} must be at least 1, got {getattr(args, flag)}.")
     if args.limit is not None and args.limit < 1:
         raise EnvError(f"--limit must be at least 1, got {args.limit}.")
-    if args.data_root:  # checked here only when given: tasks of one's own may need no data root
+    names = expand_tasks(args.tasks)
+    tasks = [_task_name(name, is_remote=bool(args.controller)) for name in names]
+    # Only AgentBench tasks read the AgentBench data root: BFCL reads its own fetched tree, tasks of one's own and
+    # names only a controller knows read none, and a controller reads its own.
+    needs_data_root = [name in TASKS and TASKS[name].benchmark == "agentbench" for name, _ in tasks]
+    if any(needs_data_root) and (args.data_root or not args.controller):
         DataRoot.find(args.data_root)
     indices = _parse_indices(args.indices) if args.indices else None
     options = _parse_options(args.option)
-    if args.data_root:
-        options["data_root"] = args.data_root
     if args.backend:
         options["backend"] = args.backend
     env_options = dict(options)
     if args.controller:
-        if args.backend or options.keys() - {"data_root"}:
+        if args.backend or options:
             raise EnvError("--backend and --option configure the controller's tasks, not --controller runs; drop them.")
         env_options["controller_url"] = args.controller
         token = args.controller_token or os.environ.get("AGENTRL_CONTROLLER_TOKEN")
         if token:
             env_options["token"] = token
     plans: list[TaskPlan] = []
-    for name in [n.strip() for n in args.tasks.split(",") if n.strip()]:
-        short_name, implied_split = _task_name(name, is_remote=bool(args.controller))
+    for name, (short_name, implied_split), needs_root in zip(names, tasks, needs_data_root, strict=True):
         if args.split and implied_split and args.split != implied_split:
             raise EnvError(f"{name!r} names the {implied_split} split but --split says {args.split}; drop one.")
         if any(p.name == short_name for p in plans):
             raise EnvError(f"Task {short_name!r} is given twice in --tasks.")
         split = args.split or implied_split or "test"
-        plans.append(TaskPlan(short_name, split, dict(env_options), indices, args.limit))
+        if short_name in TASKS and split not in TASKS[short_name].splits:
+            raise EnvError(f"Task {short_name!r} has no {split} split; it has {list(TASKS[short_name].splits)}.")
+        task_options = dict(env_options)
+        if args.data_root and needs_root:
+            task_options["data_root"] = args.data_root
+        plans.append(TaskPlan(short_name, split, task_options, indices, args.limit))
     if not plans:
         raise EnvError("--tasks is empty; give e.g. --tasks db.")
     return plans
@@ -460,4 +476,9 @@ def _agent_factory(args: argparse.Namespace, clients: list[OpenAIChatClient]) ->
     if args.agent == "random":
         return lambda task, split: RandomAgent(seed=args.seed)
     options = _parse_options(args.option)
-    return lambda task, split: OracleAgent(task, split=split, data_root=args.data_root, **options)
+
+    def oracle(task: str, split: str) -> OracleAgent:
+        data_root = args.data_root if TASKS[task].benchmark == "agentbench" else None
+        return OracleAgent(task, split=split, data_root=data_root, **options)
+
+    return oracle

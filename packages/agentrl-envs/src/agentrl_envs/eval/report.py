@@ -10,6 +10,9 @@ Beside those (added, never renamed): ``pass_at_k`` with ``--runs`` > 1 (the unbi
 2021, ``1 - C(n-c, k) / C(n, k)`` per sample, averaged over samples), ``usage`` (the tokens the server
 reported), ``turns_by_model`` (which model played how many turns), ``fidelity`` and ``backend`` per task, and
 a top-level ``config`` block saying what was evaluated (see :mod:`agentrl_envs.eval.runconfig`).
+
+When BFCL categories were played, a ``bfcl`` block gives their figures in BFCL's own terms (see
+:mod:`agentrl_envs.tasks.bfcl.report`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentrl_envs.eval.records import EpisodeRecord
+from agentrl_envs.tasks.bfcl.report import bfcl_results
 
 __all__ = ["EpisodeWriter", "pass_at_k", "print_table", "summarize", "write_results"]
 
@@ -86,12 +90,16 @@ def summarize(
         tasks[task] = _task_figures(task_records, planned.get(task, 0), runs)
         tasks[task].update(_engine(task_records, (engines or {}).get(task, {})))
     rates = [figures["success_rate"] for figures in tasks.values() if figures["success_rate"] is not None]
-    return {
+    results: dict[str, Any] = {
         "tasks": tasks,
         "average": statistics.fmean(rates) if rates else None,
         "usage": _usage(records),
         "turns_by_model": _turns_by_model(records),
     }
+    bfcl = bfcl_results(records)
+    if bfcl is not None:
+        results["bfcl"] = bfcl
+    return results
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -174,7 +182,7 @@ def write_results(output_dir: Path, results: dict[str, Any]) -> Path:
 
 
 def print_table(results: dict[str, Any], console: Console) -> None:
-    """Print one row per task (and the average), each task's status counts, and a note on emulated backends."""
+    """Print one row per task (and the average), status counts, a note on emulated backends, and BFCL's table."""
     runs = max((f["runs"] for f in results["tasks"].values()), default=1)
     table = Table(title="agentrl-eval results (fidelity per task: upstream engine or emulated)")
     columns = ["task", "fidelity", "n", "runs", "success", "rate", "± std"]
@@ -220,6 +228,8 @@ def print_table(results: dict[str, Any], console: Console) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    if "bfcl" in results:
+        _print_bfcl(results["bfcl"], console)
 
 
 def _fidelity(figures: dict[str, Any]) -> str:
@@ -229,6 +239,22 @@ def _fidelity(figures: dict[str, Any]) -> str:
 
 def _tokens(usage: dict[str, int] | None) -> str:
     return "-" if not usage else f"{usage['total_tokens']:,}"
+
+
+def _print_bfcl(bfcl: dict[str, Any], console: Console) -> None:
+    """BFCL's multi-turn columns: overall (unweighted mean of the four categories), then each category."""
+    table = Table(title="BFCL multi-turn (BFCL's accuracy: every entry counts)")
+    for column in ("category", "accuracy", "correct", "total"):
+        table.add_column(column, justify="left" if column == "category" else "right", no_wrap=True)
+    for name, figures in bfcl.items():
+        if name == "multi_turn_overall":
+            continue
+        table.add_row(name, _percent(figures["accuracy"]), str(figures["correct_count"]), str(figures["total_count"]))
+    overall = bfcl["multi_turn_overall"]
+    table.add_section()
+    accuracy = _percent(overall["accuracy"]) if overall["complete"] else "N/A (not all four categories)"
+    table.add_row("multi_turn_overall", accuracy, "", str(overall["total_count"]))
+    console.print(table)
 
 
 def _percent(value: float | None) -> str:

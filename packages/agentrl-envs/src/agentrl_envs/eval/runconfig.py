@@ -14,6 +14,7 @@ from typing import Any
 
 from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import AgentRLError
+from agentrl_envs.data import read_info
 
 __all__ = ["data_commit", "identity", "package_versions"]
 
@@ -33,14 +34,20 @@ def package_versions() -> dict[str, str]:
 
 
 def data_commit(data: DataRoot | None) -> dict[str, str | None]:
-    """The data root the tasks read and the upstream commit it was built from (``None`` where none was read)."""
+    """The data root the tasks read and the upstream commit it was built from (``None`` where none was read).
+
+    The commit is the one the data fetch recorded (:func:`agentrl_envs.data.read_info`); a root built another
+    way falls back to the ``source`` block of its ``prompts.json``.
+    """
     if data is None:
         return {"root": None, "commit": None}
     try:
         source = data.json("prompts.json").get("source") or {}
     except (AgentRLError, OSError, ValueError):
         source = {}
-    return {"root": str(data.path), "commit": source.get("commit"), "repo": source.get("repo")}
+    info = read_info(data.path)
+    commit = info.commit if info is not None else source.get("commit")
+    return {"root": str(data.path), "commit": commit, "repo": source.get("repo")}
 
 
 def identity(config: dict[str, Any]) -> dict[str, Any]:

@@ -271,6 +271,8 @@ class Episode:
         self.env = env
         self.agent = agent
         self.record = record
+        self.tools: list[dict[str, Any]] = []
+        """The tools offered now: from the latest ``info`` (a task may add tools mid-episode, as BFCL's miss_func)."""
 
     async def play(self) -> None:
         """Reset, then alternate agent and env until the env ends the episode or the agent stops."""
@@ -283,13 +285,12 @@ class Episode:
             return
         record.timings["reset_s"] = time.perf_counter() - began
         record.messages = list(observation)
-        tools = info["tools"]
         self._observe(info)
         if not await self._ask(self.agent.begin(record.task, record.index, run=record.run)):
             return
         while record.status == SampleStatus.RUNNING:
             began = time.perf_counter()
-            turn = await self._ask(self.agent.act(list(record.messages), tools))
+            turn = await self._ask(self.agent.act(list(record.messages), self.tools))
             if turn is None:
                 return
             record.timings["agent_s"].append(time.perf_counter() - began)
@@ -338,6 +339,7 @@ class Episode:
             record.status = str(info.get("status", SampleStatus.COMPLETED))
 
     def _observe(self, info: dict[str, Any]) -> None:
+        self.tools = info.get("tools") or self.tools
         self.record.info = {key: value for key, value in info.items() if key != "tools"}
         self.record.score = float(info.get("score") or 0.0)
 

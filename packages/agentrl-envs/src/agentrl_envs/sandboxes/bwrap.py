@@ -12,6 +12,10 @@ Each sandbox is built like this (all as root, nothing left on the host afterward
    ``--die-with-parent``;
 4. an interactive login shell on a pseudo-terminal as the sandbox's main process.
 
+Every process of a sandbox is forked by :func:`~agentrl_envs.core.processes.spawn`, so it dies with this
+process (SIGKILL included) and not with the thread that opened the sandbox: an episode may be reset on one
+thread and stepped on others.
+
 Independent processes (a task's init and check scripts) enter the same mount and network namespaces and
 join the shell's pid namespace through a second ``bwrap`` with the same restrictions.
 """
@@ -31,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
+from agentrl_envs.core.processes import spawn
 from agentrl_envs.sandboxes.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxBackend, ShellResult
 from agentrl_envs.sandboxes.cgroup import Cgroup
 from agentrl_envs.sandboxes.pty import PtyChannel, open_pty
@@ -149,8 +154,9 @@ class BwrapSandbox(Sandbox):
         ]  # fmt: skip
         master, slave = open_pty()
         try:
-            self._process = subprocess.Popen(
-                command, stdin=slave, stdout=slave, stderr=slave, env=_ENV, close_fds=True, cwd="/"
+            # SIGKILL on the owner's death already while the wrapper mounts, before bwrap sets its own.
+            self._process = spawn(
+                command, death_signal=signal.SIGKILL, stdin=slave, stdout=slave, stderr=slave, env=_ENV, cwd="/"
             )
         finally:
             os.close(slave)
@@ -235,8 +241,9 @@ class BwrapSandbox(Sandbox):
         ]  # fmt: skip
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
-                process = subprocess.Popen(
+                process = spawn(
                     command,
+                    death_signal=signal.SIGKILL,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,

@@ -265,8 +265,8 @@ class SandboxPool(SandboxBackend):
             if self._closed or self.settings.warm == 0:
                 return
             if self._filler_thread is None:
-                # One thread for the pool's lifetime: bwrap's --die-with-parent follows the *thread* that
-                # started a sandbox, so a sandbox opened by a short-lived thread would die with it.
+                # One thread for the pool's lifetime, woken after each lease (sandboxes die with this process,
+                # not with the thread that started them: see agentrl_envs.core.processes).
                 self._filler_thread = threading.Thread(target=self._filler, name="sandbox-pool-filler", daemon=True)
                 self._filler_thread.start()
             self._cond.notify_all()

@@ -4,7 +4,8 @@ A :class:`RootfsRecipe` names a Debian suite and a provisioning script. :func:`e
 once with ``debootstrap --variant=minbase`` plus the script (run in a bubblewrap build sandbox that has the
 network, so apt works), stores the result as a tarball under ``<cache dir>/rootfs/`` keyed by the recipe's
 hash, and keeps an unpacked copy next to it for the ``bwrap`` backend. Changing the recipe (or the
-script) changes the hash, so the rootfs is rebuilt; an unchanged one is reused in milliseconds.
+script) changes the hash, so the rootfs is rebuilt; an unchanged one is reused in milliseconds. A build takes
+minutes and gigabytes, so it is announced first (a warning naming the size and the folder).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class RootfsRecipe:
     mirror: str = "http://deb.debian.org/debian"
     base_packages: tuple[str, ...] = field(default=())
     """Extra packages debootstrap includes in the base (``--include``)."""
+    approx_gb: float | None = None
+    """Rough disk use of a first build (tree, tarball and Debian base), said before building; not in the key."""
 
     def base(self) -> RootfsRecipe:
         """The bare debootstrap recipe this one starts from (shared by recipes of the same suite)."""
@@ -86,15 +89,24 @@ def rootfs_tarball(recipe: RootfsRecipe, *, cache_dir: Path | None = None) -> Pa
 def ensure_rootfs(recipe: RootfsRecipe, *, cache_dir: Path | None = None) -> Path:
     """The unpacked root filesystem of ``recipe``, built or unpacked from its tarball when missing.
 
+    A build is announced first, once per process, by a warning on this module's logger (shown even when logging
+    is not configured): it takes a few minutes and ``recipe.approx_gb`` of disk under ``<cache dir>/rootfs``.
+
     Raises:
         BackendUnavailableError: If ``debootstrap`` or ``bwrap`` is missing and the rootfs must be built.
         InfraError: If the build fails (the message carries the tool's output).
     """
+    return _ensure(recipe, cache_dir=cache_dir, announce=True)
+
+
+def _ensure(recipe: RootfsRecipe, *, cache_dir: Path | None, announce: bool) -> Path:
     store = _store(cache_dir)
     target = store / recipe.key
     marker = store / f"{recipe.key}{_COMPLETE}"
     if marker.is_file():
         return target
+    if announce and not (store / f"{recipe.key}.tar").is_file():
+        _announce(recipe, store)  # before the lock: a process that waits for another's build says why too
     with _locked(store / f"{recipe.key}.lock"):
         if marker.is_file():  # built by another process while we waited
             return target
@@ -105,6 +117,24 @@ def ensure_rootfs(recipe: RootfsRecipe, *, cache_dir: Path | None = None) -> Pat
             _build(recipe, tarball, target, cache_dir=cache_dir)
         marker.touch()
     return target
+
+
+_announced: set[str] = set()
+
+
+def _announce(recipe: RootfsRecipe, store: Path) -> None:
+    """Say, once per process and recipe, that a build starts: minutes of silence otherwise look like a hang."""
+    if recipe.key in _announced:
+        return
+    _announced.add(recipe.key)
+    size = f"about {recipe.approx_gb:g} GB" if recipe.approx_gb else "some disk space"
+    logger.warning(
+        "Building the sandbox root filesystem %r (first use only; later runs reuse it): it takes a few minutes, "
+        "network access for debootstrap and apt, and %s under %s (set AGENTRL_CACHE_DIR to build elsewhere).",
+        recipe.name,
+        size,
+        store,
+    )
 
 
 def _store(cache_dir: Path | None) -> Path:
@@ -136,7 +166,7 @@ def _build(recipe: RootfsRecipe, tarball: Path, target: Path, *, cache_dir: Path
         if recipe.script is None:
             _debootstrap(recipe, tree, cache_dir=store)
         else:
-            base = ensure_rootfs(recipe.base(), cache_dir=cache_dir)
+            base = _ensure(recipe.base(), cache_dir=cache_dir, announce=False)  # part of this build's notice
             _run(["cp", "-a", "--reflink=auto", str(base), str(tree)], what=f"copying the {base.name} base")
             _provision(recipe, tree)
         partial = tarball.with_suffix(".tar.partial")

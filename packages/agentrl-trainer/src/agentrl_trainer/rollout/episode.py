@@ -103,6 +103,7 @@ async def run_episode(
         trajectory.env_reward += float(reward)
         trajectory.score = float(info.get("score", reward) or 0.0)
         trajectory.messages.extend(observation)
+        tools = info.get("tools") or tools  # a task may add tools mid-episode (BFCL miss_func): parse them too
         if info.get("infra_error"):
             trajectory.infra_error = True
             status = info.get("status", "task error")

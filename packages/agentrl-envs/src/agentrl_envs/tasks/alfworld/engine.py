@@ -3,12 +3,14 @@
 Upstream plays each game through ``textworld.envs.PddlEnv`` wrapped in ALFWorld's ``AlfredDemangler`` (names
 such as ``drawer 1``) and ``AlfredInfos``; :class:`GameEngine` uses the same classes, and one engine plays game
 after game (upstream builds a new one per episode). :mod:`.speedups` memoises the pure functions that make
-upstream's resets slow. The heavy imports (TextWorld takes seconds to import) happen on first use, and a
-missing extra raises :class:`BackendUnavailableError` naming ``agentrl-envs[alfworld]``.
+upstream's resets slow. The heavy imports (TextWorld takes seconds to import) happen on first use; a missing
+extra is caught earlier, when the env is made (:func:`require_extra`), with :class:`BackendUnavailableError`
+naming ``agentrl-envs[alfworld]``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -19,9 +21,22 @@ from agentrl_envs.core.data import resolve_cache_dir
 from agentrl_envs.core.errors import BackendUnavailableError
 from agentrl_envs.tasks.alfworld import speedups
 
-__all__ = ["EngineState", "GameEngine", "alfworld_modules"]
+__all__ = ["EngineState", "GameEngine", "alfworld_modules", "require_extra"]
 
 INSTALL_HINT = "The ALFWorld task needs its extra: pip install 'agentrl-envs[alfworld]'."
+_EXTRA_MODULES = ("alfworld", "textworld", "nltk")
+"""The top-level modules of the ``alfworld`` extra's packages."""
+
+
+def require_extra() -> None:
+    """Check that the ``alfworld`` extra is installed, without importing it (TextWorld's import takes seconds).
+
+    Raises:
+        BackendUnavailableError: Naming ``pip install 'agentrl-envs[alfworld]'`` and the missing modules.
+    """
+    missing = [name for name in _EXTRA_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise BackendUnavailableError(f"{INSTALL_HINT} (not installed: {', '.join(missing)})")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.messages import AssistantMessage, Message, system_message, tool_message, user_message
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.tasks.alfworld.actions import snap_action
-from agentrl_envs.tasks.alfworld.engine import EngineState, GameEngine
+from agentrl_envs.tasks.alfworld.engine import EngineState, GameEngine, require_extra
 from agentrl_envs.tasks.alfworld.games import GameStore, split_entries
 from agentrl_envs.tasks.alfworld.pool import PooledEngine, shared_pool
 from agentrl_envs.tasks.alfworld.texts import AlfworldTexts
@@ -73,8 +73,9 @@ class AlfworldEnv(ToolEnv):
 
         Raises:
             EnvError: For bad options. DataError: If the split list is missing.
-            BackendUnavailableError: If the ``alfworld`` extra is not installed (on the first reset).
+            BackendUnavailableError: If the ``alfworld`` extra is not installed.
         """
+        require_extra()  # here, not at the first reset, where a missing package would surface far from its cause
         super().__init__(split=split, mode=mode, data_root=data_root, max_rounds=max_rounds, render_mode=render_mode)
         parameters = self.data.task_config(CONFIG_NAME)["default"]["parameters"]
         if max_rounds is None:

@@ -1,8 +1,8 @@
 """DBBench samples of each split.
 
 ``test`` is upstream's ``dbbench-std`` (``data/dbbench/standard.jsonl``, 300 samples), ``dev`` is
-``data/dbbench/dev.jsonl`` (60). Upstream's training file (``db_out_new.jsonl``) is not in the data root, so
-``train`` reads a JSONL file the user names with ``train_file=``.
+``data/dbbench/dev.jsonl`` (60). ``train`` reads upstream's ``data/dbbench/db_out_new.jsonl`` when the data root
+has it (a fetch from GitHub does; the local mirror lacks it), or a JSONL file the user names with ``train_file=``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from typing import Any
 from agentrl_envs.core.data import DataRoot, read_jsonl
 from agentrl_envs.core.errors import DataError
 
-__all__ = ["SPLIT_FILES", "DBSample", "Table", "load_samples"]
+__all__ = ["SPLIT_FILES", "TRAIN_FILE", "DBSample", "Table", "load_samples", "parse_sample"]
 
 SPLIT_FILES = {"test": "data/dbbench/standard.jsonl", "dev": "data/dbbench/dev.jsonl"}
+TRAIN_FILE = "data/dbbench/db_out_new.jsonl"
+"""Upstream's ``dbbench-env_train`` file; the default of the train split when the data root has it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +60,13 @@ def load_samples(data: DataRoot, split: str, train_file: str | os.PathLike[str] 
     """
     if split == "train":
         if train_file is None:
-            raise DataError(
-                "The DB train split reads a JSONL file you pass as train_file=...: upstream's training file "
-                "(data/dbbench/db_out_new.jsonl) is not in the data root. Each line is a sample like those "
-                "of data/dbbench/standard.jsonl."
-            )
+            try:
+                train_file = data.file(TRAIN_FILE)
+            except DataError as e:
+                raise DataError(
+                    f"{e} The DB train split reads it, or a JSONL file you pass as train_file=... (each line a "
+                    "sample like those of data/dbbench/standard.jsonl)."
+                ) from e
         rows = read_jsonl(train_file)
         source = str(train_file)
     elif split in SPLIT_FILES:
@@ -70,10 +74,15 @@ def load_samples(data: DataRoot, split: str, train_file: str | os.PathLike[str] 
         source = SPLIT_FILES[split]
     else:
         raise DataError(f"Unknown DB split {split!r}; choose test, dev or train.")
-    return [_parse_sample(number, row, source) for number, row in enumerate(rows)]
+    return [parse_sample(number, row, source) for number, row in enumerate(rows)]
 
 
-def _parse_sample(index: int, row: dict[str, Any], source: str) -> DBSample:
+def parse_sample(index: int, row: dict[str, Any], source: str) -> DBSample:
+    """One sample as stored (a dict of a JSONL line); ``source`` names the file in error messages.
+
+    Raises:
+        DataError: If the sample lacks a field DBBench needs.
+    """
     try:
         query_type = row["type"][0]
         tables = row["table"] if isinstance(row["table"], list) else [row["table"]]

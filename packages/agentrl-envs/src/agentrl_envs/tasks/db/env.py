@@ -55,7 +55,8 @@ class DBEnv(ToolEnv):
         """Load the split and set up the database backend.
 
         Args:
-            split: ``test`` (standard.jsonl, 300), ``dev`` (dev.jsonl, 60) or ``train`` (needs ``train_file``).
+            split: ``test`` (standard.jsonl, 300), ``dev`` (dev.jsonl, 60) or ``train`` (db_out_new.jsonl).
+                ``train_file`` replaces the training file.
             mode: ``fc`` or ``text``.
             data_root: The AgentBench data root.
             max_rounds: Assistant turns per episode; defaults to the config's ``max_round`` (15).
@@ -63,7 +64,7 @@ class DBEnv(ToolEnv):
             backend: ``sqlite`` (embedded, the default) or ``mariadb``.
             mariadb_url: An existing server for ``backend="mariadb"``; without it a private server is started.
             query_timeout_s: Per-statement time limit; defaults to upstream's 60 s.
-            train_file: JSONL samples for the ``train`` split (upstream's training file is not in the data root).
+            train_file: JSONL samples of ``train`` (default: the data root's ``data/dbbench/db_out_new.jsonl``).
 
         Raises:
             EnvError: For bad options. DataError: If the split's data is missing.

@@ -9,18 +9,16 @@ released, or at interpreter exit. Settings follow upstream's ``mysql:8`` contain
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
-from agentrl_envs.core.processes import SharedServer, stop_process
+from agentrl_envs.core.processes import SharedServer, spawn, stop_process
 from agentrl_envs.tasks.db.backend import private_dir
 
 __all__ = ["MariaDBServer", "acquire_server", "release_server"]
@@ -37,15 +35,6 @@ def _which(program: str) -> str:
     if path is None:
         raise BackendUnavailableError(f"The mariadb backend needs {program!r}, which is not installed; {_INSTALL_HINT}")
     return path
-
-
-def _die_with_parent() -> None:
-    """In the child: ask Linux to stop the server if this Python process dies without cleaning up."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 class MariaDBServer:
@@ -130,9 +119,8 @@ class MariaDBServer:
             "--max-connections=500",
             *self._user_args(),
         ]
-        self._process = subprocess.Popen(  # noqa: S603 - a fixed command line
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent
-        )
+        # Stopped (SIGTERM) when this process dies, whichever thread started it.
+        self._process = spawn(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + _START_TIMEOUT_S

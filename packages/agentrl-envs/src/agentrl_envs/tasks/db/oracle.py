@@ -2,11 +2,18 @@
 
 Query samples commit their ``label``; INSERT/DELETE/UPDATE samples run the gold statement (``label[0]``)
 and then commit, so the table hash is what gets graded.
+
+Two options shape the transcripts for supervised warm starts: ``show_sql=True`` runs a query sample's
+reference SQL (``sql.query``) before committing, so the answer is seen being read from a tool result;
+``recovery=True`` (implies ``show_sql``) first sends a variant of the reference statement that names a table
+which does not exist, reads the database's error, and then sends the right statement: a transcript that
+shows recovering from an SQL error.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from agentrl_envs.core.errors import EnvError
@@ -15,7 +22,7 @@ from agentrl_envs.core.oracle import Oracle
 from agentrl_envs.tasks.db.data import DBSample, load_samples
 from agentrl_envs.tasks.db.grader import is_modification
 
-__all__ = ["DBOracle"]
+__all__ = ["DBOracle", "broken_statement"]
 
 
 def _call(name: str, arguments: dict[str, Any], number: int) -> Message:
@@ -27,13 +34,24 @@ def _call(name: str, arguments: dict[str, Any], number: int) -> Message:
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
+def broken_statement(sql: str, table: str) -> str:
+    """``sql`` with its table's name misspelt (a plural ``s`` added), so the database answers with an error."""
+    wrong = table + "s"
+    quoted = f"`{table}`"
+    if quoted in sql:
+        return sql.replace(quoted, f"`{wrong}`", 1)
+    return re.sub(rf"\b{re.escape(table)}\b", wrong, sql, count=1) if table in sql else f"SELECT * FROM `{wrong}`"
+
+
 class DBOracle(Oracle):
     """Plays the gold answer of each DBBench sample."""
 
     def __init__(self, *, split: str = "test", data_root: str | None = None, **options: Any) -> None:
-        """Load the split's samples (``train_file=`` as for the env)."""
+        """Load the split's samples (``train_file=`` as for the env; ``show_sql``, ``recovery``: see above)."""
         super().__init__(split=split, data_root=data_root, **options)
         self.samples: list[DBSample] = load_samples(self.data, split, options.get("train_file"))
+        self.recovery = bool(options.get("recovery", False))
+        self.show_sql = self.recovery or bool(options.get("show_sql", False))
         self._plan: list[Message] = []
 
     def begin(self, index: int) -> None:
@@ -41,14 +59,18 @@ class DBOracle(Oracle):
         if not 0 <= index < len(self.samples):
             raise EnvError(f"Index {index} is out of range: the split has {len(self.samples)} samples.")
         sample = self.samples[index]
+        statements: list[str] = []
         if is_modification(sample.query_type):
-            self._plan = [
-                _call("execute_sql", {"query": sample.label[0]}, 0),
-                _call("commit_final_answer", {"answers": []}, 1),
-            ]
+            statements, answers = [str(sample.label[0])], []
         else:
             answers = [str(value) for value in sample.label]
-            self._plan = [_call("commit_final_answer", {"answers": answers}, 0)]
+            reference = (sample.raw.get("sql") or {}).get("query")
+            if self.show_sql and isinstance(reference, str):
+                statements = [reference]
+        if self.recovery and statements:
+            statements.insert(0, broken_statement(statements[0], sample.tables[0].name))
+        self._plan = [_call("execute_sql", {"query": sql}, n) for n, sql in enumerate(statements)]
+        self._plan.append(_call("commit_final_answer", {"answers": answers}, len(statements)))
 
     def act(self, observation: list[Message]) -> Message:
         """The next planned move (a no-op reply once the plan is spent)."""

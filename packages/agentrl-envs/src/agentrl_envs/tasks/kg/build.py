@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from agentrl_envs.core.data import DataRoot, resolve_cache_dir
 from agentrl_envs.core.errors import DataError
-from agentrl_envs.tasks.kg.data import SPLIT_FILES, KGSample, load_samples
+from agentrl_envs.tasks.kg.data import KGSample, load_samples, split_source
 from agentrl_envs.tasks.kg.graph import KGGraph, Literal, Term
 from agentrl_envs.tasks.kg.ontology import Ontology, load_ontology
 from agentrl_envs.tasks.kg.program import (
@@ -262,9 +263,15 @@ def _literal(value: int, datatype: str) -> Literal:
     return Literal(str(value), "integer")
 
 
-def load_offline_graphs(data: DataRoot, split: str, *, seed: int = 0) -> OfflineGraphs:
-    """The offline graphs of a split: from the cache, or built and cached (deterministic for ``seed``)."""
-    source = data.file(SPLIT_FILES[split])
+def load_offline_graphs(
+    data: DataRoot, split: str, *, seed: int = 0, train_file: str | os.PathLike[str] | None = None
+) -> OfflineGraphs:
+    """The offline graphs of a split: from the cache, or built and cached (deterministic for ``seed``).
+
+    ``train_file`` replaces the train split's questions (e.g. synthesized ones); its graphs are cached by
+    the file's content like the data root's.
+    """
+    source = split_source(data, split, train_file).resolve()
     return _load(source, data.path, split, seed, source.stat().st_mtime_ns)
 
 
@@ -282,7 +289,7 @@ def _load(source: Path, root: Path, split: str, seed: int, mtime_ns: int) -> Off
         return OfflineGraphs(split, graphs, unreachable, cached["build_s"])
     start = time.perf_counter()
     graphs, unreachable = [], {}
-    for sample in load_samples(data, split):
+    for sample in load_samples(data, split, source if split == "train" else None):
         graph, reason = build_graph(sample, ontology, seed=seed, split=split)
         graphs.append(graph)
         if reason:

@@ -7,14 +7,16 @@ names (name -> Freebase id), the gold program as tool calls (``actions``) and th
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from agentrl_envs.core.data import DataRoot
+from agentrl_envs.core.data import DataRoot, read_json
 from agentrl_envs.core.errors import DataError
 
-__all__ = ["SPLIT_FILES", "GoldAction", "KGSample", "load_samples", "parse_gold_action"]
+__all__ = ["SPLIT_FILES", "GoldAction", "KGSample", "load_samples", "parse_gold_action", "parse_sample", "split_source"]
 
 SPLIT_FILES = {
     "test": "data/knowledgegraph/std.json",
@@ -54,14 +56,35 @@ def parse_gold_action(text: str) -> GoldAction:
     return GoldAction(match.group(1), args)
 
 
-def load_samples(data: DataRoot, split: str) -> list[KGSample]:
-    """All samples of a split, in file order (index = position)."""
+def split_source(data: DataRoot, split: str, train_file: str | os.PathLike[str] | None = None) -> Path:
+    """The file a split reads: ``train_file`` for ``train`` when given, else the data root's file.
+
+    Raises:
+        DataError: For an unknown split, a ``train_file`` with another split, or a missing file.
+    """
     if split not in SPLIT_FILES:
         raise DataError(f"Unknown KG split {split!r}; choose one of {sorted(SPLIT_FILES)}.")
-    return [_sample(i, item) for i, item in enumerate(data.json(SPLIT_FILES[split]))]
+    if train_file is None:
+        return data.file(SPLIT_FILES[split])
+    if split != "train":
+        raise DataError(f"train_file replaces the train split's questions; it cannot be used with split={split!r}.")
+    path = Path(train_file)
+    if not path.is_file():
+        raise DataError(f"KG train_file {path} does not exist; it is a JSON list of samples like std.json's.")
+    return path
 
 
-def _sample(index: int, item: dict[str, Any]) -> KGSample:
+def load_samples(data: DataRoot, split: str, train_file: str | os.PathLike[str] | None = None) -> list[KGSample]:
+    """All samples of a split, in file order (index = position); ``train_file`` replaces ``train``'s file."""
+    return [parse_sample(i, item) for i, item in enumerate(read_json(split_source(data, split, train_file)))]
+
+
+def parse_sample(index: int, item: dict[str, Any]) -> KGSample:
+    """One sample as stored in the split's JSON list.
+
+    Raises:
+        DataError: If a field is missing or an action is unreadable.
+    """
     try:
         return KGSample(
             index=index,

@@ -10,6 +10,7 @@ their F1. Queries run on the offline graph in process (default) or on a SPARQL e
 from __future__ import annotations
 
 import logging
+import os
 import re
 from functools import cached_property
 from typing import Any, ClassVar, Literal, get_args
@@ -63,6 +64,8 @@ class KGEnv(ToolEnv):
         answer_tool: Also offer ``submit_answer(variable)`` for a pure function-calling protocol.
         rules: ``upstream`` (default) or ``lenient`` (see :data:`~agentrl_envs.tasks.kg.api.Rules`).
         seed: Seed of the offline graph build.
+        train_file: A JSON list of samples (std.json's format) that replaces the ``train`` split's questions,
+            e.g. from ``agentrl-envs synth``.
         **kwargs: ``split``, ``mode``, ``data_root``, ``max_rounds``, ``render_mode`` (see :class:`ToolEnv`).
     """
 
@@ -79,6 +82,7 @@ class KGEnv(ToolEnv):
         answer_tool: bool = False,
         rules: Rules = "upstream",
         seed: int = 0,
+        train_file: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> None:
         """See the class docstring."""
@@ -95,6 +99,7 @@ class KGEnv(ToolEnv):
         self.answer_tool = answer_tool
         self.rules: Rules = rules
         self.seed = seed
+        self.train_file = train_file
         self._one_shot = one_shot
         self.api: KGApi | None = None
         self._sample: KGSample | None = None
@@ -103,7 +108,7 @@ class KGEnv(ToolEnv):
         super().__init__(**kwargs)
         self.prompts = self.data.prompts("kg")
         self.ontology = load_ontology(self.data)
-        self.samples = load_samples(self.data, self.split)
+        self.samples = load_samples(self.data, self.split, train_file)
         self.one_shot = self.split == "test" if one_shot is None else one_shot
 
     # ----------------------------------------------------------------- ToolEnv hooks
@@ -258,11 +263,13 @@ class KGEnv(ToolEnv):
         if self._virtuoso is None:
             self._virtuoso = acquire_server()
             self.sparql_url, self.sparql_graph = self._virtuoso.url, OFFLINE_GRAPH_IRI
-        self._virtuoso.ensure_loaded(self.split, (str(self.data.path), self.seed), lambda: self._graphs.graphs)
+        self._virtuoso.ensure_loaded(
+            self.split, (str(self.data.path), self.seed, str(self.train_file)), lambda: self._graphs.graphs
+        )
 
     @cached_property
     def _graphs(self) -> Any:
-        return load_offline_graphs(self.data, self.split, seed=self.seed)
+        return load_offline_graphs(self.data, self.split, seed=self.seed, train_file=self.train_file)
 
 
 def _clip(text: str, limit: int = 40) -> str:

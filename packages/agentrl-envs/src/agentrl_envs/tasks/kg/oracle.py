@@ -33,9 +33,9 @@ class KGOracle(Oracle):
     """Gold actions one per turn, then ``Final Answer: #<last>`` (or ``submit_answer`` with ``answer_tool``)."""
 
     def __init__(self, **kwargs: Any) -> None:
-        """See :class:`Oracle`; ``answer_tool=True`` answers through the ``submit_answer`` tool."""
+        """See :class:`Oracle`; ``answer_tool=True`` answers with ``submit_answer``, ``train_file`` as the env's."""
         super().__init__(**kwargs)
-        self.samples = load_samples(self.data, self.split)
+        self.samples = load_samples(self.data, self.split, self.options.get("train_file"))
         self.order = self.data.prompts("kg")["tools_param_order"]
         self.answer_tool = bool(self.options.get("answer_tool", False))
         self._calls: list[dict[str, Any]] = []

@@ -29,7 +29,7 @@ from types import TracebackType
 import httpx
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
-from agentrl_envs.core.processes import SharedServer, stop_process
+from agentrl_envs.core.processes import SharedServer, spawn, stop_process
 from agentrl_envs.tasks.kg.backends import OFFLINE_GRAPH_IRI
 from agentrl_envs.tasks.kg.graph import KGGraph
 
@@ -142,8 +142,9 @@ class VirtuosoServer:
         )
         (self._dir / "virtuoso.ini").write_text(ini, encoding="utf-8")
         try:
-            # -f: stay in the foreground, so this process owns (and stops) the server.
-            self._process = subprocess.Popen(  # noqa: S603 - a fixed command line
+            # -f: stay in the foreground, so this process owns the server, which is stopped (SIGTERM) when this
+            # process dies, whichever thread started it.
+            self._process = spawn(
                 [self._server, "-f", "-c", "virtuoso.ini"],
                 cwd=self._dir,
                 stdout=subprocess.DEVNULL,
@@ -196,7 +197,7 @@ class VirtuosoServer:
         return seconds
 
     def ensure_loaded(self, split: str, key: object, graphs: Callable[[], Sequence[KGGraph]]) -> None:
-        """Load ``graphs()`` for ``split`` unless graphs with the same ``key`` (data root, seed) are loaded.
+        """Load ``graphs()`` for ``split`` unless graphs with the same ``key`` (data root, seed, train file) are loaded.
 
         Envs sharing one server call this before each episode; a split loads once, under a lock.
         """

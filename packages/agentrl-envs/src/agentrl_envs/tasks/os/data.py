@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import DataError, EnvError
 
-__all__ = ["OSSample", "Script", "load_samples"]
+__all__ = ["OSSample", "Script", "load_samples", "parse_sample"]
 
 _DEV = ("data/os_interaction/data/dev.json", "data/os_interaction/scripts/dev/")
 _CONFIG_SECTION = {"test": "os-std", "train": "os-env_train"}
@@ -56,11 +57,20 @@ class OSSample:
     example: Script | None
 
 
-def load_samples(data: DataRoot, split: str) -> list[OSSample]:
+def load_samples(data: DataRoot, split: str, train_file: str | os.PathLike[str] | None = None) -> list[OSSample]:
     """The samples of ``test`` (data/1..7, 144), ``dev`` (26) or ``train`` (train_0317, 1000).
 
     Files matched by a glob are read in sorted order (upstream takes the file system's order).
+    ``train_file`` (a JSON list of problems, script files relative to its directory) replaces ``train``'s
+    problems, e.g. with tasks from ``agentrl-envs synth``.
     """
+    if train_file is not None:
+        if split != "train":
+            raise EnvError(f"train_file replaces the train split's problems; it cannot be used with split={split!r}.")
+        path = Path(train_file).resolve()
+        if not path.is_file():
+            raise DataError(f"OS train_file {path} does not exist; it is a JSON list of problems.")
+        return _load_file(path, path.parent)
     if split == "dev":
         sources = [_DEV]
     elif split in _CONFIG_SECTION:
@@ -84,10 +94,15 @@ def _load_file(path: Path, script_dir: Path) -> list[OSSample]:
     except json.JSONDecodeError as e:
         raise DataError(f"{path} is not valid JSON: {e}") from e
     items = raw if isinstance(raw, list) else [raw]
-    return [_sample(item, script_dir, f"{path}[{n}]") for n, item in enumerate(items)]
+    return [parse_sample(item, script_dir, f"{path}[{n}]") for n, item in enumerate(items)]
 
 
-def _sample(item: dict[str, Any], script_dir: Path, where: str) -> OSSample:
+def parse_sample(item: dict[str, Any], script_dir: Path, where: str) -> OSSample:
+    """One problem as stored; script files are read from ``script_dir``, ``where`` names it in errors.
+
+    Raises:
+        DataError: If the problem lacks its evaluation or a script file.
+    """
     create = item.get("create")
     # Upstream tests membership (`"local" in create`), so a malformed list-valued "create" means defaults.
     image, init_raw = "default", None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from typing import Any
 
@@ -44,6 +45,7 @@ class OSEnv(ToolEnv):
         backend: str | SandboxBackend | None = None,
         limits: Limits | None = None,
         backend_options: dict[str, Any] | None = None,
+        train_file: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> None:
         """Set up the task.
@@ -52,6 +54,8 @@ class OSEnv(ToolEnv):
             backend: ``"bwrap"`` (default), ``"docker"``, or a :class:`SandboxBackend` to share (e.g. a pool).
             limits: Sandbox limits; upstream's (1 GiB, 2 CPUs, 30 s per command) by default.
             backend_options: Options of the named backend (``docker``: ``pool_size``).
+            train_file: A JSON list of problems that replaces the ``train`` split's (e.g. from
+                ``agentrl-envs synth``).
             **kwargs: :class:`ToolEnv` options (``split``, ``mode``, ``data_root``, ``max_rounds``...).
         """
         self._owns_backend = not isinstance(backend, SandboxBackend)
@@ -60,7 +64,7 @@ class OSEnv(ToolEnv):
         self.sample: OSSample | None = None
         super().__init__(**kwargs)
         self.texts = self.data.prompts("os")
-        self.samples = load_samples(self.data, self.split)
+        self.samples = load_samples(self.data, self.split, train_file)
         self._cleanup = [re.compile(p.encode("latin-1")) for p in self.texts["output_cleanup_regexes"]]
 
     # ----------------------------------------------------------------- task hooks

@@ -26,7 +26,7 @@ class OSOracle(Oracle):
     def __init__(self, **kwargs: Any) -> None:
         """Load the split's samples (see :class:`Oracle`)."""
         super().__init__(**kwargs)
-        self.samples = load_samples(self.data, self.split)
+        self.samples = load_samples(self.data, self.split, self.options.get("train_file"))
         self.texts = self.data.prompts("os")
         self.sample: OSSample | None = None
         self._ran_example = False

@@ -28,7 +28,9 @@ def add_commands(groups: Any) -> None:
 
 
 def _catalogue_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-root", default=None, help="AgentBench data root (default $AGENTRL_DATA_ROOT).")
+    parser.add_argument(
+        "--data-root", default=None, help="AgentBench data root (default $AGENTRL_DATA_ROOT, else the cache)."
+    )
     parser.add_argument("--webshop-data", default=None, help="Folder with upstream's items_*.json files.")
     parser.add_argument("--num-products", type=int, default=DEFAULT_NUM_PRODUCTS, help="Generated catalogue size.")
     parser.add_argument("--seed", type=int, default=0, help="Catalogue seed.")

@@ -95,7 +95,7 @@ class WebShopEnv(ToolEnv):
     # ----------------------------------------------------------------- ToolEnv hooks
 
     def _tool_schemas(self) -> list[dict[str, Any]]:
-        return self.data.prompts(TASK_KEY)["tools"]
+        return list(self.data.task_config(TASK_KEY)["default"]["parameters"]["tools"])
 
     def num_samples(self) -> int:
         """Goals in the split (200 for test)."""

@@ -16,10 +16,13 @@ from typing import Any
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.sandboxes.rootfs import RootfsRecipe
 
-__all__ = ["DOCKER_CHANGES", "IMAGES", "PROVISION_SCRIPT", "docker_tag", "ensure_docker_images", "recipe"]
+__all__ = ["APPROX_GB", "DOCKER_CHANGES", "IMAGES", "PROVISION_SCRIPT", "docker_tag", "ensure_docker_images", "recipe"]
 
 IMAGES = ("default", "packages", "ubuntu")
 PROVISION_SCRIPT = Path(__file__).with_name("provision.sh")
+APPROX_GB = {"default": 1.9, "packages": 2.8, "ubuntu": 0.7}
+"""Disk use of a first build of each image (its tree and tarball plus the shared Debian base's, 0.4 GB), measured
+on bookworm; said before a build."""
 DOCKER_CHANGES = ('CMD ["bash"]',)
 """The image settings of ``env_images/os/*/Dockerfile`` (all three set only ``CMD``), applied on import."""
 
@@ -27,7 +30,7 @@ DOCKER_CHANGES = ('CMD ["bash"]',)
 def recipe(image: str) -> RootfsRecipe:
     """The rootfs recipe of an upstream image name."""
     _check(image)
-    return RootfsRecipe(f"os-{image}", script=PROVISION_SCRIPT, script_args=(image,))
+    return RootfsRecipe(f"os-{image}", script=PROVISION_SCRIPT, script_args=(image,), approx_gb=APPROX_GB[image])
 
 
 def docker_tag(image: str) -> str:
