@@ -8,7 +8,7 @@ ifneq ($(wildcard $(UPSTREAM_ARCHIVE)),)
 export AGENTRL_DATA_URL ?= $(UPSTREAM_ARCHIVE)
 endif
 export NO_MKDOCS_2_WARNING ?= 1
-EVAL_ARGS ?= --tasks db --split test --agent oracle --output runs/oracle-db
+EVAL_ARGS ?= --tasks db --split test --agent oracle --output runs/oracle-db --overwrite
 
 .PHONY: setup test lint docs eval train bench
 setup:

@@ -1,17 +1,22 @@
 """The live dashboard at ``/`` in a real headless Chromium (Debian's, driven by Playwright) against a real
-controller: it shows the workers, the open sessions and a moving interact rate, and uses a ``#token=`` fragment."""
+controller: it shows the configured tasks, finished episodes with their success rate, sessions over time, the
+workers, the open sessions and a moving interact rate, rendered server-side at load; it uses a ``#token=``
+fragment."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
 import pytest
 
-from tests.agentrl_controller.conftest import Server, call, noop_task, start_server, stop_server
+from tests.agentrl_controller.conftest import TOY, Server, call, noop_task, start_server, stop_server, toy_task
 
 pytestmark = pytest.mark.slow
 
@@ -84,3 +89,50 @@ def test_dashboard_uses_the_token_from_the_fragment(tmp_path) -> None:
                 page.wait_for_function("document.getElementById('sessions').textContent === '2'", timeout=20_000)
     finally:
         stop_server(server)
+
+
+def play_toy_episodes(client: httpx.Client, wins: int, losses: int) -> None:
+    """Finish ``wins + losses`` toy episodes: the first ``wins`` answer the sample's number, the rest a wrong one."""
+    for index in range(wins + losses):
+        sid = client.post("start_sample", json={"name": "toy", "index": index}).headers["session_id"]
+        value = index if index < wins else index + 1
+        answer = call("answer", json.dumps({"value": value}))
+        out = client.post("interact", headers={"session_id": sid}, json={"messages": [answer]}).json()
+        assert out["finish"] and out["status"] == "completed"
+
+
+def test_the_page_renders_its_figures_server_side_at_load(tmp_path) -> None:
+    """With JavaScript off, the page as the server sends it already holds every figure (a screenshot at load)."""
+    from playwright.sync_api import sync_playwright
+
+    tasks = [toy_task(lazy=False), noop_task(lazy=False)]
+    server = start_server(tmp_path, tasks, sessions={"sweep_interval_s": 0.2})
+    root = server.url.removesuffix("/api")
+    try:
+        with httpx.Client(base_url=server.url + "/") as client:
+            play_toy_episodes(client, wins=3, losses=1)
+            for index in range(2):  # left open
+                client.post("start_sample", json={"name": "noop", "index": index})
+            time.sleep(0.5)  # a few points of history
+            raw = httpx.get(root + "/").text
+            assert '<b id="sessions">2</b>' in raw and "never" not in raw
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+                try:
+                    page = browser.new_context(java_script_enabled=False).new_page()
+                    page.goto(root + "/")
+                    shot = page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+                    episodes = page.locator("#episodes tbody tr").all_inner_texts()
+                    configured = page.locator("#configured tbody tr").all_inner_texts()
+                    updated = page.locator("#updated").inner_text()
+                    history = page.locator("#history").text_content()
+                finally:
+                    browser.close()
+    finally:
+        stop_server(server)
+    assert shot[:8] == b"\x89PNG\r\n\x1a\n"
+    assert episodes == ["toy-std\t4\t75.0% (3)\tcompleted: 4"]
+    assert configured[0].split("\t")[:4] == ["toy-std", TOY, "-", "toy"]
+    assert configured[1].split("\t")[0] == "noop" and configured[1].endswith("at start-up")
+    assert re.fullmatch(r"\d\d:\d\d:\d\d", updated)
+    assert "now: 2 open (peak 2)" in history

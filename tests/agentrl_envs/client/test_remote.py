@@ -113,3 +113,18 @@ def test_gym_make_with_controller_url_gives_a_remote_env() -> None:
     assert env.unwrapped.name == "dbbench-dev"
     with pytest.raises(EnvError, match="cannot be set through a controller"):
         gym.make("AgentBench/DB-v0", controller_url=URL, backend="sqlite")
+
+
+def test_a_controller_url_without_api_gets_a_did_you_mean() -> None:
+    """`--controller http://host:port` (no /api) reaches the controller's root, where every route is a 404."""
+
+    def root_only(request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/api/"):
+            return httpx.Response(200, json=[0, 1])
+        return httpx.Response(404, json={"error": "Not Found"})
+
+    env = RemoteEnv("db", controller_url="http://127.0.0.1:5020", transport=httpx.MockTransport(root_only))
+    with pytest.raises(EnvError, match=re.escape("Did you mean --controller http://127.0.0.1:5020/api?")):
+        env.num_samples()
+    right = RemoteEnv("db", controller_url="http://127.0.0.1:5020/api", transport=httpx.MockTransport(root_only))
+    assert right.num_samples() == 2

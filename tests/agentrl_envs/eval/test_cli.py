@@ -28,7 +28,7 @@ def test_oracle_run_writes_results_and_episodes(toy: str, tmp_path: Path, capsys
     code = main(["--tasks", toy, "--agent", "oracle", "--concurrency", "2", "--runs", "2", "--output", str(tmp_path)])
     assert code == 0
     results, episodes = read_outputs(tmp_path)
-    assert set(results) == {"tasks", "average"}
+    assert {"tasks", "average", "config", "usage", "turns_by_model"} <= set(results)
     figures = results["tasks"][toy]
     assert TASK_KEYS <= set(figures)
     assert figures["n"] == 5 and figures["runs"] == 2 and figures["success_rate"] == 1.0 and figures["std"] == 0.0
@@ -51,9 +51,10 @@ def test_random_agent_with_indices_limit_and_backend(toy: str, tmp_path: Path) -
     assert figures["status_counts"]["task error"] >= 2
 
 
-def test_options_reach_the_env(toy: str, tmp_path: Path) -> None:
+def test_options_reach_the_env(toy: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     argv = ["--tasks", toy, "--option", "max_rounds=1", "--option", "fail_on=step", "--limit", "1"]
-    assert main([*argv, "--output", str(tmp_path)]) == 0
+    assert main([*argv, "--output", str(tmp_path)]) == 1  # nothing but infrastructure errors: the run failed
+    assert "no episode finished" in capsys.readouterr().err
     _, episodes = read_outputs(tmp_path)
     assert episodes[0]["infra_error"] and "backend down" in episodes[0]["error"]
 
@@ -62,9 +63,18 @@ def test_openai_agent_from_the_cli(toy: str, tmp_path: Path, openai_server: Fake
     openai_server.script(Canned(429, "{}", {"Retry-After": "0"}))
     argv = ["--tasks", toy, "--agent", "openai", "--base-url", openai_server.base_url, "--model", "toy-1"]
     assert main([*argv, "--api-key", "k", "--temperature", "0", "--output", str(tmp_path), "--limit", "2"]) == 0
-    results, _ = read_outputs(tmp_path)
+    results, episodes = read_outputs(tmp_path)
     assert results["tasks"][toy]["success_rate"] == 1.0
     assert openai_server.requests[0]["temperature"] == 0.0 and openai_server.headers[0]["Authorization"] == "Bearer k"
+    config = results["config"]
+    assert config["agent"] == "openai" and config["models"] == ["toy-1"] and config["sampling"] == {"temperature": 0}
+    assert config["base_url"] == openai_server.base_url and config["tasks"][toy]["fidelity"] == "upstream"
+    # The stub reports one prompt token per message sent and 3 completion tokens per turn: turn 1 sends the
+    # system and user messages, turn 2 those plus the assistant echo and the tool reply.
+    assert [e["usage"] for e in episodes] == [{"prompt_tokens": 6, "completion_tokens": 6, "total_tokens": 12}] * 2
+    assert [t["prompt_tokens"] for t in episodes[0]["turns"]] == [2, 4]
+    assert {t["model"] for e in episodes for t in e["turns"]} == {"toy-1"}
+    assert results["usage"] == {"prompt_tokens": 12, "completion_tokens": 12, "total_tokens": 24, "episodes": 2}
 
 
 def test_openai_key_rejected_exits_1(toy: str, tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
@@ -128,18 +138,34 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path: Path) -> Non
     assert figures["success_rate"] == 1.0
 
 
-def test_db_oracle_through_the_cli(tmp_path: Path) -> None:
+def test_db_oracle_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     argv = ["--tasks", "dbbench-std", "--agent", "oracle", "--backend", "sqlite", "--concurrency", "2"]
     assert main([*argv, "--indices", "0-9", "--output", str(tmp_path)]) == 0
     results, episodes = read_outputs(tmp_path)
     figures = results["tasks"]["db"]
     assert figures["n"] == 10 and figures["successes"] == 10 and figures["infra_errors"] == 0
     assert all(e["info"]["backend"] == "sqlite" and e["split"] == "test" for e in episodes)
+    assert figures["fidelity"] == "emulated" and figures["backend"] == "sqlite"
+    config = results["config"]
+    assert config["tasks"]["db"] == {
+        "split": "test",
+        "options": {"backend": "sqlite"},
+        "indices": list(range(10)),
+        "limit": None,
+        "backend": "sqlite",
+        "fidelity": "emulated",
+        "n": 10,
+    }
+    assert config["data"]["commit"].startswith("578c5e9") and config["versions"]["agentrl-envs"]
+    out = capsys.readouterr().out
+    assert "emulated (sqlite)" in out
+    assert out.count("come from emulated backends") == 1 and "not comparable with AgentBench" in out
 
 
 def test_openai_agent_plays_db_over_http(tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
     """A model behind real HTTP queries the table with a tool call, reads the result and commits it."""
     query = "SELECT Notes FROM `Jiu-Jitsu Championships Results` WHERE Method = 'Decision'"
+    openai_server.models = ["m"]  # the endpoint check lists models: the scripted replies are all the episode's
     openai_server.script(
         Canned(body=json.dumps(completion(call("execute_sql", call_id="q", query=query), "m"))),
         Canned(503, "{}", {"Retry-After": "0"}),

@@ -88,6 +88,8 @@ class Controller:
         if self.pool.for_task(name):
             return name
         with contextlib.suppress(UnknownTaskError):
+            if ":" in name:  # a module:Class name would import code a client chose; only configs may name one
+                raise UnknownTaskError(name)
             spec, split = resolve_task(name)
             upstream = spec.upstream_name(split or "test")
             if upstream in self._names:
@@ -218,6 +220,7 @@ class Controller:
         while True:
             await asyncio.sleep(self.config.sessions.sweep_interval_s)
             try:
+                self.sessions.stats.sample(len(self.sessions.sessions))
                 self.sessions.expire_idle(self.config.sessions.ttl_s)
                 for worker in self.pool.expire(self.config.workers.heartbeat_timeout_s):
                     await worker.client.aclose()

@@ -1,6 +1,7 @@
 """AgentBench-FC tasks as Gymnasium environments that speak OpenAI function calling.
 
-``import agentrl_envs`` registers the ``AgentBench/*`` env ids; then ``gym.make("AgentBench/DB-v0")``.
+``import agentrl_envs`` registers the ``AgentBench/*`` env ids (and the tasks installed packages declare in the
+``agentrl_envs.tasks`` entry-point group); then ``gym.make("AgentBench/DB-v0")``. ``register_task`` adds one's own.
 """
 
 from agentrl_envs.core import (
@@ -11,9 +12,11 @@ from agentrl_envs.core import (
     InfraError,
     SampleStatus,
     ToolEnv,
+    Turn,
     UnknownTaskError,
     make,
     register_envs,
+    register_task,
 )
 
 __version__ = "0.1.0"
@@ -28,8 +31,10 @@ __all__ = [
     "InfraError",
     "SampleStatus",
     "ToolEnv",
+    "Turn",
     "UnknownTaskError",
     "__version__",
     "make",
     "register_envs",
+    "register_task",
 ]

@@ -30,7 +30,11 @@ class AgentRLConfig(GRPOConfig):
     # ----------------------------------------------------------------- tasks
     tasks: list[str] = field(
         default_factory=lambda: ["db"],
-        metadata={"help": "Tasks to train on (short names such as db, kg, os, or names an env_factory knows)."},
+        metadata={
+            "help": "Tasks to train on: short names such as db, kg, os; tasks registered with "
+            "agentrl_envs.register_task or an agentrl_envs.tasks entry point; module:Class; or names an env_factory "
+            "knows."
+        },
     )
     task_split: str = field(default="train", metadata={"help": "Split the training rows come from."})
     task_weights: list[float] | None = field(

@@ -14,7 +14,7 @@ from ...eval.openai_server import Canned, FakeOpenAIServer, completion
 
 @pytest.fixture
 def openai_server() -> FakeOpenAIServer:
-    server = FakeOpenAIServer().start()
+    server = FakeOpenAIServer(models=["m"]).start()  # agentrl-eval's endpoint check lists models, no completion
     yield server
     server.stop()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -17,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from agentrl_controller.api.dashboard import DASHBOARD_HTML
+from agentrl_controller.api.dashboard import render_live, render_page
 from agentrl_controller.api.fastpath import FastAnswer, FastJsonRoute, header
 from agentrl_controller.api.guard import Guard
 from agentrl_controller.api.models import (
@@ -197,9 +198,17 @@ def _add_service_routes(app: FastAPI, controller: Controller) -> None:
         return Response(controller.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    async def dashboard() -> Any:
-        """The live dashboard."""
-        return HTMLResponse(DASHBOARD_HTML)
+    async def dashboard(request: Request) -> Any:
+        """The live dashboard, its figures rendered in (when the token, if one is needed, came along)."""
+        token = controller.config.token
+        sent = request.headers.get("authorization", "").encode()
+        shown = token is None or secrets.compare_digest(sent, f"Bearer {token}".encode())
+        return HTMLResponse(render_page(controller if shown else None))
+
+    @app.get("/dashboard/live", response_class=HTMLResponse, include_in_schema=False)
+    async def dashboard_live() -> Any:
+        """The dashboard's figures, as the HTML the page swaps in every second (behind the token)."""
+        return HTMLResponse(render_live(controller))
 
 
 def _add_error_handlers(app: FastAPI) -> None:

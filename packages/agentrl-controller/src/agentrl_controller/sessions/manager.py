@@ -21,6 +21,7 @@ from typing import Any
 from agentrl_controller.errors import BadRequestError, NotFoundError, SessionStateError, WorkerError
 from agentrl_controller.metrics import ControllerMetrics
 from agentrl_controller.sessions.admission import AdmissionQueue
+from agentrl_controller.stats import EpisodeStats
 from agentrl_controller.workers.pool import Worker, WorkerPool
 from agentrl_envs.core.status import SampleStatus
 
@@ -69,6 +70,8 @@ class SessionManager:
         self._undelivered: OrderedDict[int, dict[str, Any]] = OrderedDict()
         """Final observations of sessions the controller ended (lost worker, idle), owed to the next interact."""
         self._memory = memory
+        self.stats = EpisodeStats()
+        """Finished episodes per task and sessions over time, for the dashboard."""
         # Ids keep growing across restarts, so an old id never names a new session on a long-lived worker.
         self._ids = itertools.count(int(time.time() * 1000) * 1000)
         self._background: set[asyncio.Task[Any]] = set()
@@ -154,6 +157,7 @@ class SessionManager:
                 return self._fail(session, f"worker answered interact without env_out: {str(out)[:200]}")
             session.turns += 1
             self.metrics.interacts.labels(session.task).inc()
+            self.stats.interacts += 1
             return self._answer(session, env_out)
         finally:
             session.busy = False
@@ -224,7 +228,8 @@ class SessionManager:
         if "result" in out:
             answer["result"] = out["result"]
         if finish:
-            self._end(session, status, reason=None, release=True)
+            score = metrics.get("score", out.get("reward"))
+            self._end(session, status, reason=None, release=True, score=_as_float(score))
         elif not answer["messages"]:
             # eval rejects a running observation without messages; the worker broke the protocol
             return self._fail(session, "worker returned a running observation without messages")
@@ -240,7 +245,16 @@ class SessionManager:
         assert session.final is not None
         return dict(session.final)
 
-    def _end(self, session: Session, status: str, *, reason: str | None, release: bool, deliver: bool = False) -> None:
+    def _end(
+        self,
+        session: Session,
+        status: str,
+        *,
+        reason: str | None,
+        release: bool,
+        deliver: bool = False,
+        score: float | None = None,
+    ) -> None:
         """Mark a session ended.
 
         Args:
@@ -249,6 +263,7 @@ class SessionManager:
             reason: Why the controller ended it (``None`` when the worker finished it).
             release: Give its slot back now (otherwise after the worker-side cancel).
             deliver: Keep the final observation for the client's next interact.
+            score: The env's score of the episode, when the worker finished it.
         """
         if self.sessions.pop(session.session_id, None) is None:
             return
@@ -272,6 +287,7 @@ class SessionManager:
         if session.call is not None:
             session.call.cancel()  # no-op when the call has completed (the worker finished the session)
         self.metrics.sessions_finished.labels(session.task, status).inc()
+        self.stats.episode_finished(session.task, status, score)
         self.metrics.sessions_active.labels(session.task).dec()
         if release:
             self.admission.release(session.worker)

@@ -299,7 +299,16 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         return idempotent and isinstance(error, httpx.TransportError)
 
     def _unreachable(self, error: httpx.HTTPError) -> InfraError:
-        return InfraError(f"Controller at {self._client.base_url} failed: {type(error).__name__}: {error}")
+        return InfraError(
+            f"Controller at {self._client.base_url} failed: {type(error).__name__}: {error}.{self._url_hint()}"
+        )
+
+    def _url_hint(self) -> str:
+        """A " Did you mean .../api?" when the controller URL lacks the ``/api`` its routes live under."""
+        url = self._client.base_url
+        if url.path.rstrip("/").endswith("/api"):
+            return ""
+        return f" Did you mean --controller {str(url.copy_with(path=url.path.rstrip('/') + '/api'))}?"
 
     def _decode(self, response: httpx.Response) -> tuple[Any, httpx.Headers]:
         try:
@@ -309,7 +318,8 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         if response.status_code >= 400:
             detail = data.get("error") or data.get("detail") if isinstance(data, dict) else response.text[:500]
             error = EnvError if response.status_code < 500 else InfraError
-            raise error(f"Controller answered {response.status_code} to {response.request.url.path}: {detail}")
+            hint = self._url_hint() if response.status_code == 404 else ""
+            raise error(f"Controller answered {response.status_code} to {response.request.url.path}: {detail}.{hint}")
         if data is None:
             raise InfraError(f"Controller sent a non-JSON answer to {response.request.url.path}.")
         return data, response.headers

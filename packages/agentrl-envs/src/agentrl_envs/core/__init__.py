@@ -12,7 +12,7 @@ from agentrl_envs.core.errors import (
 )
 from agentrl_envs.core.messages import AssistantMessage, FunctionCall, Message, ToolCall, parse_action
 from agentrl_envs.core.oracle import Oracle, load_oracle
-from agentrl_envs.core.registry import TASKS, TaskSpec, make, register_envs, resolve_task
+from agentrl_envs.core.registry import TASKS, TaskSpec, make, register_envs, register_task, resolve_task
 from agentrl_envs.core.spaces import ActionSpace, MessagesSpace
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.core.tools import CheckedCall, ToolBox, ToolCallError
@@ -45,6 +45,7 @@ __all__ = [
     "parse_action",
     "parse_text_tool_calls",
     "register_envs",
+    "register_task",
     "resolve_cache_dir",
     "resolve_data_root",
     "resolve_task",

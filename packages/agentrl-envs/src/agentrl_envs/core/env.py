@@ -121,7 +121,8 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         self.split = split
         self.mode: Mode = mode
         self.render_mode = render_mode
-        self.data = self._find_data(data_root)
+        self._data_root = data_root
+        self._data: DataRoot | None = None
         self.max_rounds = max_rounds or self.default_max_rounds
         self.toolbox = ToolBox(self._tool_schemas())
         self.observation_space = MessagesSpace()
@@ -131,6 +132,18 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         self._round = 0
         self._status = SampleStatus.RUNNING
         self._last_info: dict[str, Any] = {}
+
+    @property
+    def data(self) -> DataRoot:
+        """The AgentBench data root, resolved on first use: a task that reads none needs none."""
+        if self._data is None:
+            self._data = self._find_data(self._data_root)
+        return self._data
+
+    @property
+    def data_in_use(self) -> DataRoot | None:
+        """The data root if the task has read one so far, else ``None`` (asking never resolves or fetches one)."""
+        return self._data
 
     # ----------------------------------------------------------------- task hooks
 

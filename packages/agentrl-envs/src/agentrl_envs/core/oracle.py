@@ -7,7 +7,6 @@ local env or a remote one behind a controller alike. Every task ships one; it is
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from importlib import import_module
 from typing import Any
 
 from agentrl_envs.core.data import DataRoot
@@ -29,12 +28,20 @@ class Oracle(ABC):
             **options: Task-specific options (the same ones the env takes, e.g. a train file path).
         """
         self.split = split
-        self.data = self._find_data(data_root)
+        self._data_root = data_root
+        self._data: DataRoot | None = None
         self.options = options
 
     def _find_data(self, data_root: str | None) -> DataRoot:
         """The task's data: the AgentBench data root (a task built on other data overrides this)."""
         return DataRoot.find(data_root)
+
+    @property
+    def data(self) -> DataRoot:
+        """The data root, resolved on first use (an oracle of one's own task may need none)."""
+        if self._data is None:
+            self._data = self._find_data(self._data_root)
+        return self._data
 
     @abstractmethod
     def begin(self, index: int) -> None:
@@ -47,11 +54,9 @@ class Oracle(ABC):
 
 def load_oracle(task: str, *, split: str = "test", data_root: str | None = None, **options: Any) -> Oracle:
     """Instantiate the oracle of a task (short name, env id or upstream name)."""
-    from agentrl_envs.core.registry import resolve_task
+    from agentrl_envs.core.registry import load_object, resolve_task
 
     spec, _ = resolve_task(task)
     if spec.oracle is None:
         raise UnknownTaskError(f"Task {spec.short_name!r} has no oracle yet.")
-    module, _, name = spec.oracle.partition(":")
-    cls = getattr(import_module(module), name)
-    return cls(split=split, data_root=data_root, **options)
+    return load_object(spec.oracle)(split=split, data_root=data_root, **options)

@@ -1,6 +1,6 @@
 """Evaluate agents on the AgentBench tasks: agents, a concurrent runner, reports and the ``agentrl-eval`` CLI."""
 
-from agentrl_envs.eval.agents import Agent, AgentFactory, OracleAgent, RandomAgent
+from agentrl_envs.eval.agents import Agent, AgentFactory, AgentTurn, MixedAgent, OracleAgent, RandomAgent
 from agentrl_envs.eval.errors import (
     AgentConfigError,
     AgentContextLimitError,
@@ -9,8 +9,8 @@ from agentrl_envs.eval.errors import (
     AgentValidationError,
 )
 from agentrl_envs.eval.openai_agent import OpenAIAgent, OpenAIChatClient, RetryPolicy
-from agentrl_envs.eval.records import EpisodeRecord
-from agentrl_envs.eval.report import summarize, write_results
+from agentrl_envs.eval.records import EpisodeRecord, TurnLog
+from agentrl_envs.eval.report import pass_at_k, summarize, write_results
 from agentrl_envs.eval.runner import Evaluation, TaskPlan
 
 __all__ = [
@@ -19,16 +19,20 @@ __all__ = [
     "AgentContextLimitError",
     "AgentFactory",
     "AgentStop",
+    "AgentTurn",
     "AgentUnavailableError",
     "AgentValidationError",
     "EpisodeRecord",
     "Evaluation",
+    "MixedAgent",
     "OpenAIAgent",
     "OpenAIChatClient",
     "OracleAgent",
     "RandomAgent",
     "RetryPolicy",
     "TaskPlan",
+    "TurnLog",
+    "pass_at_k",
     "summarize",
     "write_results",
 ]

@@ -1,7 +1,11 @@
 """``agentrl-eval``: evaluate an agent on AgentBench tasks and write ``results.json`` + ``episodes.jsonl``.
 
-Exit codes: 0 done; 1 the evaluation could not run (an environment could not be made, the model endpoint
-refused the key/URL/model); 2 bad flags; 130 interrupted (Ctrl-C), after writing what finished.
+``agentrl-eval compare DIR [DIR...]`` tables and plots several runs (:mod:`agentrl_envs.eval.compare`).
+
+Exit codes: 0 done; 1 the evaluation could not run or produced nothing (an environment could not be made, the
+model endpoint is unreachable, failing or refused the key/URL/model, every episode was cancelled or hit an
+infrastructure error); 2 bad flags (or an ``--output`` that holds a run); 130 interrupted (Ctrl-C), after
+writing what finished.
 """
 
 from __future__ import annotations
@@ -25,42 +29,80 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from agentrl_envs.core.data import DataRoot
-from agentrl_envs.core.errors import AgentRLError, EnvError, UnknownTaskError
+from agentrl_envs.core.errors import AgentRLError, DataError, EnvError, UnknownTaskError
 from agentrl_envs.core.registry import TASKS, expand_tasks, resolve_task
-from agentrl_envs.eval.agents import AgentFactory, OracleAgent, RandomAgent
+from agentrl_envs.eval.agents import Agent, AgentFactory, MixedAgent, OracleAgent, RandomAgent
 from agentrl_envs.eval.openai_agent import OpenAIAgent, OpenAIChatClient, RetryPolicy
 from agentrl_envs.eval.records import EpisodeRecord
 from agentrl_envs.eval.report import EpisodeWriter, print_table, summarize, write_results
+from agentrl_envs.eval.runconfig import data_commit, now, package_versions
+from agentrl_envs.eval.rundir import OutputMode, prepare_output
 from agentrl_envs.eval.runner import Evaluation, TaskPlan
 
-__all__ = ["build_parser", "main"]
+__all__ = ["DefaultsHelpFormatter", "build_parser", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a flag's default in ``--help`` unless it has none, or its help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False, []) or "default" in text:
+            return text
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     parser = argparse.ArgumentParser(
         prog="agentrl-eval",
-        description="Evaluate an agent on AgentBench-FC tasks; writes DIR/results.json and DIR/episodes.jsonl.",
+        description="Evaluate an agent on AgentBench-FC tasks; writes DIR/results.json and DIR/episodes.jsonl. "
+        "'agentrl-eval compare DIR [DIR...]' tables and plots several runs.",
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument(
-        "--tasks", required=True, help="comma-separated task names: db,kg or dbbench-dev or bfcl (its 4 categories)"
+        "--tasks",
+        required=True,
+        help="comma-separated task names: short names (db,kg), upstream names (dbbench-dev), bfcl (its 4 categories), "
+        "tasks registered with agentrl_envs.register_task or the agentrl_envs.tasks entry point, or module:Class",
     )
     parser.add_argument("--split", choices=("test", "dev", "train"), help="default: test (or the upstream name's)")
-    parser.add_argument("--agent", choices=("oracle", "random", "openai"), default="oracle")
+    parser.add_argument(
+        "--agent", choices=("oracle", "random", "openai"), default="oracle", help="who plays the episodes"
+    )
     model = parser.add_argument_group("openai agent")
-    model.add_argument("--base-url", help="API root of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
-    model.add_argument("--model", help="model name sent with every request")
+    model.add_argument(
+        "--base-url",
+        action="append",
+        help="API root of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; once for all models, or once "
+        "per --model (in the same order) when they are served apart",
+    )
+    model.add_argument(
+        "--model",
+        action="append",
+        help="model name sent with the requests; give it twice or more to pick the model per turn (cross-sampling)",
+    )
+    model.add_argument(
+        "--model-weights", help="with several --model: each model's share of turns, e.g. 3,1 (default: equal)"
+    )
     model.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY)")
     model.add_argument("--temperature", type=float, help="sampling temperature (default: the server's)")
     model.add_argument("--top-p", type=float, help="nucleus sampling (default: the server's)")
     model.add_argument("--max-tokens", type=int, help="completion length limit per turn")
-    model.add_argument("--request-timeout", type=float, default=300.0, help="seconds per request (default 300)")
-    model.add_argument("--max-retries", type=int, default=5, help="retries on 429/5xx/transport errors (default 5)")
-    parser.add_argument("--concurrency", type=int, default=1, help="episodes (and envs per task) in flight")
-    parser.add_argument("--runs", type=int, default=1, help="times each sample is played (mean and std over runs)")
+    model.add_argument("--request-timeout", type=float, default=300.0, help="seconds per request")
+    model.add_argument("--max-retries", type=int, default=5, help="retries on 429/5xx/transport errors")
+    parser.add_argument(
+        "--concurrency", type=int, default=16, help="episodes (and envs per task) in flight; 16 suits an API server"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="times each sample is played (mean, std and pass@k)")
     parser.add_argument("--output", type=Path, help="output directory (default: runs/eval-<UTC time>)")
+    existing = parser.add_mutually_exclusive_group()
+    existing.add_argument("--overwrite", action="store_true", help="replace the run an --output already holds")
+    existing.add_argument(
+        "--resume", action="store_true", help="finish the run in --output: play only the episodes it lacks"
+    )
     parser.add_argument("--limit", type=int, help="play only the first N selected samples")
     parser.add_argument("--indices", help="sample indices to play, e.g. 0,5,9 or 0-9")
     parser.add_argument("--backend", help="the task's backend where it has several (db: sqlite, mariadb)")
@@ -78,26 +120,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the episodes on an agentrl-controller, e.g. http://127.0.0.1:5020/api (default: in process)",
     )
     parser.add_argument("--controller-token", help="the controller's bearer token (default: $AGENTRL_CONTROLLER_TOKEN)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random agent (default 0)")
-    parser.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random agent and of the per-turn model choice")
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="logs go to stderr"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``agentrl-eval``; returns the exit code."""
+    """Run ``agentrl-eval`` (or ``agentrl-eval compare``); returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["compare"]:
+        from agentrl_envs.eval.compare import main as compare_main  # matplotlib only when comparing
+
+        return compare_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     stderr = Console(stderr=True)
     logging.basicConfig(level=args.log_level, handlers=[RichHandler(console=stderr)], format="%(message)s")
+    output = args.output or Path("runs") / f"eval-{datetime.now(UTC):%Y%m%d-%H%M%S}"
     try:
         plans = _plans(args)
         _check_agent_flags(args, plans)
+        config = _config(args, plans)
+        kept = prepare_output(output, config, _output_mode(args))
     except (AgentRLError, ValueError) as e:
         parser.print_usage(sys.stderr)
         stderr.print(f"[red]agentrl-eval: error:[/red] {e}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
-    output = args.output or Path("runs") / f"eval-{datetime.now(UTC):%Y%m%d-%H%M%S}"
-    session = _Session(plans=plans, runs=args.runs, writer=EpisodeWriter(output))
+    session = _Session(plans=plans, runs=args.runs, writer=EpisodeWriter(output, append=True), kept=kept)
+    if kept:
+        stderr.print(f"Resuming {output}: {len(kept)} finished episodes kept.", highlight=False, soft_wrap=True)
     began = time.perf_counter()
     try:
         code = asyncio.run(_evaluate(args, session, stderr))
@@ -106,12 +159,68 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = EXIT_INTERRUPTED
     finally:
         session.writer.close()
-    results = summarize(session.records, session.planned or {p.name: 0 for p in plans}, args.runs)
-    path = write_results(output, results)
-    print_table(results, Console())
+    records = [*session.kept, *session.records]
+    if code != EXIT_OK and not records:  # nothing ran: no results to write, nothing to block a rerun
+        return code
+    planned = session.planned or {p.name: 0 for p in plans}
+    results = summarize(records, planned, args.runs, engines=session.engines)
+    for name, figures in results["tasks"].items():
+        if name in config["tasks"]:
+            config["tasks"][name].update(fidelity=figures["fidelity"], backend=figures["backend"], n=figures["n"])
+    if session.data is not None:
+        config["data"] = data_commit(session.data)
+    config["finished_at"] = now()
+    path = write_results(output, {**results, "config": config})
+    stdout = Console()
+    print_table(results, stdout if stdout.is_terminal else Console(width=160))  # a pipe or file gets whole rows
     elapsed_s = time.perf_counter() - began
     stderr.print(f"{len(session.records)} episodes in {elapsed_s:.1f}s; wrote {path}", highlight=False, soft_wrap=True)
+    if code == EXIT_OK and records and not any(r.is_finished for r in records):
+        stderr.print(
+            "[red]agentrl-eval: failed:[/red] no episode finished: every one was cancelled (the model endpoint "
+            "stopped answering) or hit an infrastructure error; see the errors in episodes.jsonl, then --resume.",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_FAILED
     return code
+
+
+def _output_mode(args: argparse.Namespace) -> OutputMode:
+    return "resume" if args.resume else "overwrite" if args.overwrite else "new"
+
+
+def _config(args: argparse.Namespace, plans: list[TaskPlan]) -> dict[str, Any]:
+    """The ``config`` block of ``results.json`` (fidelity, backend and ``n`` per task are filled in at the end)."""
+    is_openai = args.agent == "openai"
+    return {
+        "agent": args.agent,
+        "models": list(args.model or []) if is_openai else [],
+        "model_weights": _model_weights(args) if is_openai else None,
+        "base_url": args.base_url[0] if is_openai else None,
+        "base_urls": _base_urls(args) if is_openai else [],
+        "sampling": _sampling(args) if is_openai else {},
+        "controller": args.controller,
+        "tasks": {
+            plan.name: {
+                "split": plan.split,
+                "options": {k: v for k, v in plan.env_options.items() if k not in ("token", "controller_url")},
+                "indices": list(plan.indices) if plan.indices is not None else None,
+                "limit": plan.limit,
+                "backend": plan.env_options.get("backend"),
+                "fidelity": None,
+                "n": None,
+            }
+            for plan in plans
+        },
+        "runs": args.runs,
+        "seed": args.seed,
+        "concurrency": args.concurrency,
+        "versions": package_versions(),
+        "data": data_commit(None),  # what the envs read, filled in once they are made
+        "started_at": now(),
+        "argv": sys.argv[1:],
+    }
 
 
 @dataclass
@@ -121,12 +230,17 @@ class _Session:
     plans: list[TaskPlan]
     runs: int
     writer: EpisodeWriter
+    kept: list[EpisodeRecord] = field(default_factory=list)
+    """Episodes an earlier run finished (``--resume``)."""
     records: list[EpisodeRecord] = field(default_factory=list)
     planned: dict[str, int] = field(default_factory=dict)
+    engines: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    data: DataRoot | None = None
+    """The data root the envs read."""
 
 
 async def _evaluate(args: argparse.Namespace, session: _Session, console: Console) -> int:
-    client = _openai_client(args) if args.agent == "openai" else None
+    clients = _openai_clients(args) if args.agent == "openai" else []
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -143,26 +257,44 @@ async def _evaluate(args: argparse.Namespace, session: _Session, console: Consol
         progress.update(bar, advance=1, description=f"episodes ({successes} succeeded)")
 
     evaluation = Evaluation(
-        session.plans, _agent_factory(args, client), concurrency=args.concurrency, runs=args.runs, on_episode=finished
+        session.plans,
+        _agent_factory(args, clients),
+        concurrency=args.concurrency,
+        runs=args.runs,
+        on_episode=finished,
+        skip={record.key for record in session.kept},
     )
     try:
         with progress:
-            bar = progress.add_task("starting environments", total=None)
+            bar = progress.add_task("checking the model endpoint" if clients else "starting environments", total=None)
+            for client in clients:
+                await client.check()
+                progress.update(bar, description="starting environments")
             try:
                 await evaluation.prepare()
-            except EnvError as e:
+            except (EnvError, DataError) as e:
                 # escape(): an error's text is printed as is; rich would take "[alfworld]" for markup and drop it
                 console.print(f"[red]agentrl-eval: error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
                 return EXIT_USAGE
             session.planned = evaluation.planned_samples()
+            session.engines = {
+                name: {"fidelity": pool.fidelity, "backend": pool.backend} for name, pool in evaluation.pools.items()
+            }
+            session.data = next(
+                (
+                    pool.data
+                    for name, pool in evaluation.pools.items()
+                    if pool.data is not None and name in TASKS and TASKS[name].benchmark == "agentbench"
+                ),
+                None,
+            )  # the AgentBench data root (BFCL's tree, read by its tasks, is no AgentBench commit)
             progress.update(bar, total=evaluation.total, description="episodes")
             await evaluation.run()
     except AgentRLError as e:  # AgentConfigError, or an environment that cannot be made at all
         console.print(f"[red]agentrl-eval: failed:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         return EXIT_FAILED
     finally:
-        if client is not None:
-            await client.aclose()
+        await asyncio.gather(*(client.aclose() for client in clients))
     return EXIT_OK
 
 
@@ -180,8 +312,11 @@ def _plans(args: argparse.Namespace) -> list[TaskPlan]:
     if args.limit is not None and args.limit < 1:
         raise EnvError(f"--limit must be at least 1, got {args.limit}.")
     names = expand_tasks(args.tasks)
-    needs_data_root = [resolve_task(name)[0].benchmark == "agentbench" for name in names]
-    if any(needs_data_root):
+    tasks = [_task_name(name, is_remote=bool(args.controller)) for name in names]
+    # Only AgentBench tasks read the AgentBench data root: BFCL reads its own fetched tree, tasks of one's own and
+    # names only a controller knows read none, and a controller reads its own.
+    needs_data_root = [name in TASKS and TASKS[name].benchmark == "agentbench" for name, _ in tasks]
+    if any(needs_data_root) and (args.data_root or not args.controller):
         DataRoot.find(args.data_root)
     indices = _parse_indices(args.indices) if args.indices else None
     options = _parse_options(args.option)
@@ -196,25 +331,41 @@ def _plans(args: argparse.Namespace) -> list[TaskPlan]:
         if token:
             env_options["token"] = token
     plans: list[TaskPlan] = []
-    for name, needs_root in zip(names, needs_data_root, strict=True):
-        spec, implied_split = resolve_task(name)
-        if spec.entry_point is None and not args.controller:  # a controller may serve it from elsewhere
-            implemented = [t.short_name for t in TASKS.values() if t.entry_point]
-            raise UnknownTaskError(f"Task {spec.short_name!r} is not implemented yet; available: {implemented}.")
+    for name, (short_name, implied_split), needs_root in zip(names, tasks, needs_data_root, strict=True):
         if args.split and implied_split and args.split != implied_split:
             raise EnvError(f"{name!r} names the {implied_split} split but --split says {args.split}; drop one.")
-        if any(p.name == spec.short_name for p in plans):
-            raise EnvError(f"Task {spec.short_name!r} is given twice in --tasks.")
+        if any(p.name == short_name for p in plans):
+            raise EnvError(f"Task {short_name!r} is given twice in --tasks.")
         split = args.split or implied_split or "test"
-        if split not in spec.splits:
-            raise EnvError(f"Task {spec.short_name!r} has no {split} split; it has {list(spec.splits)}.")
+        if short_name in TASKS and split not in TASKS[short_name].splits:
+            raise EnvError(f"Task {short_name!r} has no {split} split; it has {list(TASKS[short_name].splits)}.")
         task_options = dict(env_options)
-        if args.data_root and needs_root:  # the AgentBench data root; BFCL reads its own fetched tree
+        if args.data_root and needs_root:
             task_options["data_root"] = args.data_root
-        plans.append(TaskPlan(spec.short_name, split, task_options, indices, args.limit))
+        plans.append(TaskPlan(short_name, split, task_options, indices, args.limit))
     if not plans:
         raise EnvError("--tasks is empty; give e.g. --tasks db.")
     return plans
+
+
+def _task_name(name: str, *, is_remote: bool) -> tuple[str, str | None]:
+    """A ``--tasks`` entry's short name and the split it implies.
+
+    Under ``--controller`` a name this machine does not know is sent as is: the controller may serve it.
+
+    Raises:
+        UnknownTaskError: For an unknown or not yet implemented task (run locally).
+    """
+    try:
+        spec, implied_split = resolve_task(name)
+    except UnknownTaskError:
+        if is_remote and ":" not in name:
+            return name, None
+        raise
+    if spec.entry_point is None and not is_remote:  # a controller may serve it from elsewhere
+        implemented = [t.short_name for t in TASKS.values() if t.entry_point]
+        raise UnknownTaskError(f"Task {spec.short_name!r} is not implemented yet; available: {implemented}.")
+    return spec.short_name, implied_split
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -252,32 +403,76 @@ def _check_agent_flags(args: argparse.Namespace, plans: list[TaskPlan]) -> None:
             raise EnvError(f"--agent openai needs {' and '.join(missing)} (e.g. --base-url http://127.0.0.1:8000/v1).")
         if args.max_retries < 0:
             raise EnvError(f"--max-retries must be at least 0, got {args.max_retries}.")
+        if len(args.base_url) not in (1, len(args.model)):
+            raise EnvError(
+                f"--base-url is given {len(args.base_url)} times for {len(args.model)} --model; give it once (one "
+                "server for every model) or once per model, in the same order."
+            )
+        if len(set(args.model)) != len(args.model):
+            raise EnvError(f"--model is given twice with the same name: {args.model}; use --model-weights to weigh.")
+        _model_weights(args)
+    elif args.model or args.model_weights or args.base_url:
+        raise EnvError(f"--base-url, --model and --model-weights are for --agent openai, not --agent {args.agent}.")
     if args.agent == "oracle":
-        without = [plan.name for plan in plans if TASKS[plan.name].oracle is None]
+        without = [plan.name for plan in plans if plan.name not in TASKS or TASKS[plan.name].oracle is None]
         if without:
             raise UnknownTaskError(f"No oracle for task(s) {without}; use --agent random or openai.")
 
 
-def _openai_client(args: argparse.Namespace) -> OpenAIChatClient:
-    sampling = {
-        key: value
-        for key, value in (("temperature", args.temperature), ("top_p", args.top_p), ("max_tokens", args.max_tokens))
-        if value is not None
-    }
-    return OpenAIChatClient(
-        base_url=args.base_url,
-        model=args.model,
-        api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
-        sampling=sampling,
-        timeout_s=args.request_timeout,
-        max_connections=args.concurrency,
-        retry=RetryPolicy(max_retries=args.max_retries),
-    )
+def _model_weights(args: argparse.Namespace) -> list[float] | None:
+    """``--model-weights`` as one weight per ``--model``; ``None`` if not given."""
+    if not args.model_weights:
+        return None
+    try:
+        weights = [float(w) for w in args.model_weights.split(",")]
+    except ValueError:
+        raise EnvError(f"--model-weights {args.model_weights!r} is not a list of numbers like 3,1.") from None
+    if len(weights) != len(args.model or []) or len(weights) < 2:
+        raise EnvError(
+            f"--model-weights gives {len(weights)} weights for {len(args.model or [])} --model; give one per model "
+            "(and two or more models)."
+        )
+    if any(w < 0 for w in weights) or sum(weights) <= 0:
+        raise EnvError(f"--model-weights must be >= 0 and not all 0, got {weights}.")
+    return weights
 
 
-def _agent_factory(args: argparse.Namespace, client: OpenAIChatClient | None) -> AgentFactory:
-    if client is not None:
-        return lambda task, split: OpenAIAgent(client)
+def _sampling(args: argparse.Namespace) -> dict[str, Any]:
+    pairs = (("temperature", args.temperature), ("top_p", args.top_p), ("max_tokens", args.max_tokens))
+    return {key: value for key, value in pairs if value is not None}
+
+
+def _base_urls(args: argparse.Namespace) -> list[str]:
+    """The endpoint of each ``--model``, in order."""
+    return list(args.base_url) if len(args.base_url) > 1 else [args.base_url[0]] * len(args.model)
+
+
+def _openai_clients(args: argparse.Namespace) -> list[OpenAIChatClient]:
+    """One client per ``--model``, each on its endpoint."""
+    return [
+        OpenAIChatClient(
+            base_url=base_url,
+            model=model,
+            api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
+            sampling=_sampling(args),
+            timeout_s=args.request_timeout,
+            max_connections=args.concurrency,
+            retry=RetryPolicy(max_retries=args.max_retries),
+        )
+        for model, base_url in zip(args.model, _base_urls(args), strict=True)
+    ]
+
+
+def _agent_factory(args: argparse.Namespace, clients: list[OpenAIChatClient]) -> AgentFactory:
+    if len(clients) == 1:
+        return lambda task, split: OpenAIAgent(clients[0])
+    if clients:
+
+        def mixed(task: str, split: str) -> Agent:
+            agents = [OpenAIAgent(client) for client in clients]
+            return MixedAgent(agents, args.model, weights=_model_weights(args), seed=args.seed)
+
+        return mixed
     if args.agent == "random":
         return lambda task, split: RandomAgent(seed=args.seed)
     options = _parse_options(args.option)

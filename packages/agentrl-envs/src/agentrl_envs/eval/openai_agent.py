@@ -10,6 +10,10 @@ of an evaluation. Failures are sorted the way AgentBench's HTTP agent sorts them
 - a 400/413 whose error says the prompt is too long ends the episode as ``agent context limit``; any other
   400/422 as ``agent validation failed``;
 - 401, 403 and 404 stop the evaluation: the key, URL or model name is wrong.
+
+:meth:`OpenAIChatClient.check` asks the endpoint once before an evaluation (``GET /models``, else a one-token
+completion), so an unreachable or failing server stops the run at once with the reason, not with every
+episode ``cancelled``. One client serves several models: the model is a field of each request.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 import httpx
 
 from agentrl_envs.core.messages import Message
+from agentrl_envs.eval.agents import AgentTurn
 from agentrl_envs.eval.errors import (
     AgentConfigError,
     AgentContextLimitError,
@@ -35,7 +40,7 @@ from agentrl_envs.eval.errors import (
     AgentValidationError,
 )
 
-__all__ = ["OpenAIAgent", "OpenAIChatClient", "RetryPolicy", "is_context_limit"]
+__all__ = ["OpenAIAgent", "OpenAIChatClient", "RetryPolicy", "base_url_hint", "is_context_limit"]
 
 logger = logging.getLogger(__name__)
 
@@ -141,13 +146,20 @@ class OpenAIChatClient:
         )
 
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
-        """The model's next assistant message.
+        """The model's next assistant message (see :meth:`turn`)."""
+        return (await self.turn(messages, tools)).message
+
+    async def turn(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, model: str | None = None
+    ) -> AgentTurn:
+        """The next assistant message of ``model`` (default: the client's), with the tokens the server reported.
 
         Raises:
             AgentStop: The episode cannot go on (see the module docstring for which subclass when).
             AgentConfigError: The endpoint refuses the key, URL or model.
         """
-        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.sampling}
+        model = model or self.model
+        body: dict[str, Any] = {"model": model, "messages": messages, **self.sampling}
         if tools:
             body["tools"] = tools
         for attempt in range(self.retry.max_retries + 1):
@@ -157,11 +169,51 @@ class OpenAIChatClient:
                 if attempt == self.retry.max_retries:
                     raise retryable.failure from None
                 delay_s = self.retry.delay_s(attempt, retryable.retry_after_s, self._rng)
-                logger.warning("model %s: %s; retry %d in %.1fs", self.model, retryable.failure, attempt + 1, delay_s)
+                logger.warning("model %s: %s; retry %d in %.1fs", model, retryable.failure, attempt + 1, delay_s)
                 await asyncio.sleep(delay_s)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _attempt(self, body: dict[str, Any]) -> Message:
+    async def check(self, models: list[str] | None = None) -> None:
+        """Ask the endpoint once whether it is up and serves ``models`` (default: the client's model).
+
+        ``GET {base_url}/models`` answers without spending tokens; a model it does not list (or every model, on a
+        server without that route) is asked for a short completion instead, retried as any request.
+
+        Raises:
+            AgentConfigError: The endpoint is unreachable, failing, refuses the key, or does not serve a model;
+                the message says which and what to check.
+        """
+        models = models or [self.model]
+        try:
+            response = await self._http.get("/models")
+        except httpx.TransportError as e:
+            raise AgentConfigError(
+                f"Cannot reach the model endpoint {self._http.base_url}: {type(e).__name__}: {e}. Is the server "
+                f"running, and is --base-url right?{base_url_hint(str(self._http.base_url))}"
+            ) from e
+        if response.status_code in (401, 403):
+            raise AgentConfigError(self._refused(response, "check --api-key"))
+        served = _model_ids(response) if response.status_code == 200 else None
+        if response.status_code >= 500 and response.status_code != 501:  # 501: no GET here, ask a completion
+            raise AgentConfigError(self._refused(response, "the server is failing; look at its log"))
+        # A model the list names is served; one it does not name may still be (an alias some servers accept):
+        # ask it for a short completion.
+        for model in models if served is None else [m for m in models if m not in served]:
+            try:
+                await self.turn([{"role": "user", "content": "Say OK."}], [], model=model)
+            except (AgentStop, AgentConfigError) as e:
+                listed = f" It lists the models {served} (check --model)." if served is not None else ""
+                raise AgentConfigError(
+                    f"The model endpoint {self._http.base_url} fails for model {model!r}: {e}{listed}"
+                ) from e
+
+    def _refused(self, response: httpx.Response, fix: str) -> str:
+        return (
+            f"The model endpoint {self._http.base_url} answered HTTP {response.status_code} to "
+            f"{response.request.url.path} ({fix}): {response.text[:300]}"
+        )
+
+    async def _attempt(self, body: dict[str, Any]) -> AgentTurn:
         """One request.
 
         Raises:
@@ -176,16 +228,17 @@ class OpenAIChatClient:
         status, text = response.status_code, response.text
         if status == 200:
             try:
-                return parse_reply(text)
+                message, usage = parse_reply(text), parse_usage(text)
             except ValueError as e:
                 raise _Retryable(AgentValidationError(f"unusable reply from the model endpoint: {e}")) from e
+            return AgentTurn(message, body["model"], *usage)
         if status in _RETRYABLE or status >= 500:
             failure = AgentUnavailableError(f"HTTP {status} from the model endpoint: {text[:500]}")
             raise _Retryable(failure, parse_retry_after(response.headers.get("Retry-After")))
         if status in _FATAL:
             raise AgentConfigError(
-                f"The model endpoint {self._http.base_url} answered HTTP {status} for model {self.model!r} "
-                f"({_FATAL[status]}): {text[:500]}"
+                f"The model endpoint {self._http.base_url} answered HTTP {status} for model {body['model']!r} "
+                f"({_FATAL[status]}): {text[:500]}{base_url_hint(str(self._http.base_url)) if status == 404 else ''}"
             )
         if status in (400, 413) and is_context_limit(text):
             raise AgentContextLimitError(f"HTTP {status}: {text[:500]}")
@@ -202,6 +255,43 @@ class OpenAIChatClient:
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def base_url_hint(base_url: str) -> str:
+    """A " Did you mean ...?" for an API root without a path (``http://host:8000``), else ``""``.
+
+    OpenAI-compatible servers (vLLM, SGLang, llama.cpp, OpenAI) serve under ``/v1``; a bare ``host:port`` is
+    the commonest wrong ``--base-url``.
+    """
+    url = httpx.URL(base_url)
+    if url.path.strip("/"):
+        return ""
+    return f" Did you mean --base-url {str(url.copy_with(path='/v1'))}?"
+
+
+def _model_ids(response: httpx.Response) -> list[str] | None:
+    """The model ids of a ``GET /models`` answer (``{"data": [{"id": ...}]}``), or ``None`` if it is not one."""
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return None
+    return [str(entry["id"]) for entry in entries if isinstance(entry, dict) and "id" in entry]
+
+
+def parse_usage(text: str) -> tuple[int | None, int | None]:
+    """``(prompt_tokens, completion_tokens)`` of a chat-completions reply; ``None`` for what it does not report."""
+    data = json.loads(text)
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return None, None
+    return _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def parse_reply(text: str) -> Message:
@@ -230,13 +320,19 @@ def parse_reply(text: str) -> Message:
 class OpenAIAgent:
     """An agent that asks a model behind an :class:`OpenAIChatClient` for every move (stateless)."""
 
-    def __init__(self, client: OpenAIChatClient) -> None:
-        """Use ``client`` (shared by all agents of an evaluation) for every request."""
+    def __init__(self, client: OpenAIChatClient, *, model: str | None = None) -> None:
+        """Use ``client`` (shared by all agents of an evaluation) for every request.
+
+        Args:
+            client: The endpoint's client.
+            model: The model to ask; default the client's.
+        """
         self.client = client
+        self.model = model or client.model
 
     async def begin(self, task: str, index: int, *, run: int = 0) -> None:
         """Nothing to prepare: the whole conversation is sent with every request."""
 
-    async def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
-        """The model's reply to the conversation so far."""
-        return await self.client.complete(messages, tools)
+    async def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
+        """The model's reply to the conversation so far, with its token counts."""
+        return await self.client.turn(messages, tools, model=self.model)

@@ -5,7 +5,8 @@ environment of the job's task from that task's :class:`EnvPool` (at most ``concu
 reused across episodes through ``areset``/``astep``) and an agent of its own for that task. An environment
 fault (an :class:`~agentrl_envs.core.errors.InfraError` from ``reset``, ``info["infra_error"]``) is recorded as
 such and never counted against the agent; the env is replaced and the run goes on. Cancelling :meth:`run`
-(Ctrl-C) stops the workers; the finished episodes stay in :attr:`Evaluation.records`.
+(Ctrl-C) stops the workers; the finished episodes stay in :attr:`Evaluation.records`. Episodes listed in
+``skip`` (``--resume``: those an earlier run finished) are not played again.
 """
 
 from __future__ import annotations
@@ -13,18 +14,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import gymnasium as gym
 
+from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import EnvError, InfraError
 from agentrl_envs.core.registry import make
 from agentrl_envs.core.status import SampleStatus
-from agentrl_envs.eval.agents import Agent, AgentFactory
+from agentrl_envs.eval.agents import Agent, AgentFactory, AgentTurn
 from agentrl_envs.eval.errors import AgentConfigError, AgentStop
-from agentrl_envs.eval.records import EpisodeRecord
+from agentrl_envs.eval.records import EpisodeKey, EpisodeRecord, TurnLog
 
 __all__ = ["EnvPool", "Evaluation", "TaskPlan"]
 
@@ -71,6 +73,12 @@ class EnvPool:
         self.plan = plan
         self.size = size
         self.num_samples = 0
+        self.fidelity: str | None = None
+        """The first env's fidelity (``upstream``/``emulated``), where it says."""
+        self.backend: str | None = None
+        """The first env's backend, for tasks that have several."""
+        self.data: DataRoot | None = None
+        """The data root the first env read (``None``: it read none, or it runs on a controller)."""
         self._idle: list[gym.Env] = []
         self._created = 0
         self._free = asyncio.Semaphore(size)
@@ -90,7 +98,11 @@ class EnvPool:
             raise EnvError(
                 f"Could not make {self.plan.name}/{self.plan.split} with options {self.plan.env_options}: {e}"
             ) from e
-        self.num_samples = env.unwrapped.num_samples()
+        inner = env.unwrapped
+        self.num_samples = inner.num_samples()
+        self.fidelity = getattr(inner, "fidelity", None)  # a ToolEnv says; a RemoteEnv learns it per episode
+        self.backend = getattr(inner, "backend_name", None)
+        self.data = getattr(inner, "data_in_use", None)
         self._idle.append(env)
 
     async def acquire(self) -> gym.Env:
@@ -149,6 +161,7 @@ class Evaluation:
         concurrency: int = 1,
         runs: int = 1,
         on_episode: Callable[[EpisodeRecord], None] | None = None,
+        skip: Collection[EpisodeKey] = (),
     ) -> None:
         """Set up an evaluation.
 
@@ -158,6 +171,7 @@ class Evaluation:
             concurrency: Episodes in flight at once (and the most envs per task).
             runs: How many times each sample is played.
             on_episode: Called with each finished episode (e.g. to stream it to disk and advance a progress bar).
+            skip: Episodes ``(task, split, index, run)`` not to play (an earlier run finished them).
         """
         if concurrency < 1:
             raise EnvError(f"concurrency must be at least 1, got {concurrency}.")
@@ -168,8 +182,10 @@ class Evaluation:
         self.concurrency = concurrency
         self.runs = runs
         self.on_episode = on_episode
+        self.skip = frozenset(skip)
         self.records: list[EpisodeRecord] = []
         self.jobs: list[tuple[TaskPlan, int, int]] = []
+        self.samples: dict[str, set[int]] = {}
         self.pools: dict[str, EnvPool] = {}
 
     @property
@@ -179,10 +195,7 @@ class Evaluation:
 
     def planned_samples(self) -> dict[str, int]:
         """How many distinct samples each task plays (``n`` in ``results.json``), known after :meth:`prepare`."""
-        samples: dict[str, set[int]] = {plan.name: set() for plan in self.plans}
-        for plan, index, _ in self.jobs:
-            samples[plan.name].add(index)
-        return {name: len(indices) for name, indices in samples.items()}
+        return {plan.name: len(self.samples.get(plan.name, ())) for plan in self.plans}
 
     async def prepare(self) -> None:
         """Make one env per task and list the jobs.
@@ -197,7 +210,13 @@ class Evaluation:
                 await pool.start()
                 self.pools[plan.name] = pool
             indices = plan.select(self.pools[plan.name].num_samples)
-            self.jobs += [(plan, index, run) for run in range(self.runs) for index in indices]
+            self.samples[plan.name] = set(indices)
+            self.jobs += [
+                (plan, index, run)
+                for run in range(self.runs)
+                for index in indices
+                if (plan.name, plan.split, index, run) not in self.skip
+            ]
 
     async def run(self) -> list[EpisodeRecord]:
         """Play every job; returns the records (also in :attr:`records`) in the order episodes finished."""
@@ -271,10 +290,16 @@ class Episode:
             return
         while record.status == SampleStatus.RUNNING:
             began = time.perf_counter()
-            action = await self._ask(self.agent.act(list(record.messages), self.tools))
-            if action is None:
+            turn = await self._ask(self.agent.act(list(record.messages), self.tools))
+            if turn is None:
                 return
             record.timings["agent_s"].append(time.perf_counter() - began)
+            if isinstance(turn, AgentTurn):
+                action = turn.message
+                record.turns.append(TurnLog(turn.model, turn.prompt_tokens, turn.completion_tokens))
+            else:
+                action = turn
+                record.turns.append(TurnLog())
             record.messages.append(action)
             await self._step(action)
 
