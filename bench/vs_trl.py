@@ -98,7 +98,7 @@ def oracle_turns(tasks: list[str], samples: int) -> list[tuple[list[dict[str, An
     return pairs
 
 
-def warm_start(model_path: Path, out: Path, tasks: list[str], *, steps: int, seed: int) -> Path:
+def warm_start(model_path: Path, out: Path, tasks: list[str], *, steps: int, seed: int, context: int = 256) -> Path:
     """SFT on oracle moves (the last assistant message of each pair), saved to ``out``; the trainers' start."""
     from transformers import AutoModelForCausalLM
 
@@ -109,12 +109,15 @@ def warm_start(model_path: Path, out: Path, tasks: list[str], *, steps: int, see
         kwargs = {"tools": tools, "tokenize": True, "return_dict": False}
         prompt = tokenizer.apply_chat_template(conversation[:-1], add_generation_prompt=True, **kwargs)
         full = tokenizer.apply_chat_template(conversation, **kwargs)
-        examples.append((list(full), len(prompt)))
+        # The tail only: the move and the context just before it (the tool-call format is local), so that a
+        # step costs a fraction of a full 1-2k token conversation.
+        cut = max(0, len(prompt) - context)
+        examples.append((list(full)[cut:], len(prompt) - cut))
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
     for _ in range(steps):
-        batch = [examples[i] for i in torch.randint(len(examples), (4,), generator=generator).tolist()]
+        batch = [examples[i] for i in torch.randint(len(examples), (8,), generator=generator).tolist()]
         width = max(len(ids) for ids, _ in batch)
         ids = torch.full((len(batch), width), tokenizer.pad_token_id)
         labels = torch.full((len(batch), width), -100)
@@ -206,7 +209,10 @@ def run_trl_sync(model_path: Path, args: argparse.Namespace, out: Path) -> dict[
         max_steps=args.steps,
         per_device_train_batch_size=args.groups * args.generations,
         num_generations=args.generations,
+        # The same budgets as AgentRL's: new tokens per turn (generation_kwargs caps each generate call) and
+        # turns; max_completion_length bounds actions and tool results together, as max_total_tokens does.
         max_completion_length=args.max_turns * args.new_tokens + args.env_tokens,
+        generation_kwargs={"max_new_tokens": args.new_tokens},
         max_tool_calling_iterations=args.max_turns - 1,
         learning_rate=1e-4,
         beta=0.0,
@@ -300,6 +306,7 @@ def run_agentrl(mode: str, model_path: Path, args: argparse.Namespace, out: Path
         max_turns=args.max_turns,
         max_new_tokens_per_turn=args.new_tokens,
         max_total_tokens=4096,
+        unfinished_penalty=0.0,  # TRL has none: rewards stay comparable
         rollout_engine="hf",
         learning_rate=1e-4,
         beta=0.0,
@@ -363,9 +370,12 @@ def load_window() -> Iterator[dict[str, float]]:
     window["load_end"] = os.getloadavg()[0]
 
 
-def run_once(model_path: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+def run_once(model_path: Path, args: argparse.Namespace, out: Path, seed: int) -> dict[str, Any]:
+    """Every trainer once, one after the other, with the same seed (rollout sampling and env latencies)."""
+    args = argparse.Namespace(**{**vars(args), "seed": seed})
     results: dict[str, Any] = {}
     for name in args.trainers.split(","):
+        print(f"{name} ...", flush=True)
         with load_window() as load:
             if name == "trl_sync":
                 figures: Any = run_trl_sync(model_path, args, out)
@@ -407,8 +417,8 @@ def print_table(title: str, results: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one run of 3 steps of 2 groups of 2 (a smoke run)")
-    parser.add_argument("--runs", type=int, default=3, help="runs of every trainer (medians and spread)")
+    parser.add_argument("--quick", action="store_true", help="3 steps of 2 groups of 2, one run unless --runs")
+    parser.add_argument("--runs", type=int, default=None, help="runs of every trainer (default 3; 1 with --quick)")
     parser.add_argument("--steps", type=int, default=6, help="optimizer steps per trainer")
     parser.add_argument("--groups", type=int, default=4, help="GRPO groups per step")
     parser.add_argument("--generations", type=int, default=4, help="episodes per group (G)")
@@ -421,11 +431,12 @@ def main() -> None:
     parser.add_argument("--max-staleness", type=int, default=2)
     parser.add_argument("--scale-s", type=float, default=0.2, help="Pareto scale of the env step latency")
     parser.add_argument("--alpha", type=float, default=1.5, help="Pareto shape (smaller: heavier tail)")
-    parser.add_argument("--warm-steps", type=int, default=60, help="SFT steps on oracle moves before training")
+    parser.add_argument("--warm-steps", type=int, default=80, help="SFT steps on oracle moves before training")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.quick:
-        args.runs, args.steps, args.groups, args.generations, args.samples = 1, 3, 2, 2, 4
+        args.steps, args.groups, args.generations, args.samples = 3, 2, 2, 4
+    args.runs = args.runs or (1 if args.quick else 3)
     logging.basicConfig(level=logging.WARNING)
     warnings.filterwarnings("ignore", message=".*experimental feature.*")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -436,9 +447,11 @@ def main() -> None:
     base = build_tiny_model(corpus, TinyModelSpec(vocab_size=1024, seed=args.seed))
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
         model_path = warm_start(base, Path(tmp) / "warm", tasks, steps=args.warm_steps, seed=args.seed)
+        print(f"warm start: {time.perf_counter() - started:.0f} s", flush=True)
         for run in range(args.runs):
-            results = run_once(model_path, args, Path(tmp) / f"run{run}")
+            results = run_once(model_path, args, Path(tmp) / f"run{run}", seed=args.seed + run)
             print_table(f"run {run + 1}/{args.runs}", results)
             runs.append(results)
     summary = summarize(runs)
