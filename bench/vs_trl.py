@@ -383,6 +383,8 @@ def run_once(model_path: Path, args: argparse.Namespace, out: Path, seed: int) -
                 figures = run_trl_async(model_path, args, out)
             else:
                 figures = run_agentrl(name, model_path, args, out)
+        if isinstance(figures, dict):  # episodes differ in length between trainers: count turns as well
+            figures["turns_per_s"] = figures["traj_per_s"] * figures["turns_mean"]
         results[name] = {**figures, **load} if isinstance(figures, dict) else figures
     return results
 
@@ -410,8 +412,9 @@ def print_table(title: str, results: dict[str, Any]) -> None:
         if not isinstance(r, dict):
             continue
         print(
-            f"{name:14} {r['traj_per_s']:7.3f} {r['reward']:7.3f} {r['trainer_idle_fraction']:6.1%} "
-            f"{r['turns_mean']:6.2f} {r['wall_s']:7.1f} {r['retokenized_tokens']:7.0f} {r['load_start']:5.1f}"
+            f"{name:14} {r['traj_per_s']:7.3f} {r['turns_per_s']:7.3f} {r['reward']:7.3f} "
+            f"{r['trainer_idle_fraction']:6.1%} {r['turns_mean']:6.2f} {r['wall_s']:7.1f} "
+            f"{r['retokenized_tokens']:7.0f} {r['load_start']:5.1f}"
         )
 
 
