@@ -81,3 +81,32 @@ def test_unrenderable_json_type_is_named() -> None:
     function = {"name": "f", "description": "F.", "parameters": {"properties": {"x": {"type": "null"}}}}
     with pytest.raises(ValueError, match=re.escape("Tool 'f', parameter 'x': JSON type 'null'")):
         _tool_method(function)
+
+
+def test_trl_grpo_trainer_takes_the_adapter(tiny_model_path: Any, tokenizer: Any, tmp_path: Any) -> None:
+    """TRL's own set-up probes the class: reset found, the task's tools exposed, get_reward a reward source."""
+    import warnings
+
+    from trl import GRPOConfig, GRPOTrainer
+
+    environment = trl_environment(make_db, name="DB")
+    config = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+    )
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*experimental feature.*")
+        trainer = GRPOTrainer(
+            str(tiny_model_path),
+            args=config,
+            train_dataset=trl_dataset(make_db, [0, 1], environment="db"),
+            processing_class=tokenizer,
+            environment_factory={"db": environment},
+        )
+    assert sorted(tool.__name__ for tool in trainer.tools) == ["commit_final_answer", "execute_sql"]
+    assert trainer.reward_func_names == ["DB"]
