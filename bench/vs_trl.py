@@ -14,13 +14,15 @@ async trainer's dynamic batch is pinned to ``--groups`` so all train on the same
 trajectories per second, the trainer's idle fraction (waiting for rollouts), the mean reward of the last third
 of the steps, and the tokens of model output that went back through the tokenizer (re-tokenized). TRL's async
 worker re-tokenizes the whole conversation every turn; where it cannot run, the tokens it would re-tokenize on
-the ``agentrl_async`` episodes are given beside (``retokenized_tokens_on_agentrl_episodes``).
+the ``agentrl_async`` episodes are given beside (its ``retokenized_tokens_whole_conversation``).
 
-Before the trainers run, the tiny model learns the tool-call format from a few oracle turns (``--warm-steps``),
-so that episodes are multi-turn in every trainer (TRL ends an episode at the first answer without a tool call).
+Before the trainers run, the tiny model is fine-tuned on a few oracle moves (``--warm-steps``),
+meant to make episodes multi-turn in every trainer (TRL ends an episode at the first answer without a tool call);
+docs/benchmarks.md says how far it gets today.
 
-    uv run python bench/vs_trl.py --quick                # one run of each trainer, about 4 minutes on 2 cores
-    uv run python bench/vs_trl.py --runs 3               # the figures of docs/benchmarks.md
+    uv run python bench/vs_trl.py --quick                # one run of each trainer, about 3 minutes on 2 cores
+    uv run python bench/vs_trl.py --quick --runs 3       # the figures of docs/benchmarks.md (about 7 minutes)
+    uv run python bench/vs_trl.py                        # default sizes: 6 steps of 4 groups of 4, 3 runs
 
 Prints a table per run, the medians, and, last, one JSON line:
 ``{"trl_sync": {"traj_per_s": .., "reward": ..}, "trl_async": ... or null, "agentrl_sync": ..., "agentrl_async":
