@@ -1,10 +1,11 @@
 """In-process calibration tasks for the trainer benches: cheap to step, with a reward a tiny model can move.
 
 ``talk``: two turns; the second answer's length (up to 20 characters) is the reward, so a random tiny model
-already gets a spread of rewards within a group. ``LatencyEnv`` adds a heavy-tailed (Pareto) delay to every
-step, standing in for the tool calls, SQL queries and web pages of the real tasks. ``TalkEnv.observation``
-is appended to the first turn's answer: set it (e.g. to :func:`table_text`) to give the environment's message
-the length of a real task's observation (a table, a web page, a command's output).
+already gets a spread of rewards within a group. ``StepLatency`` adds a heavy-tailed (Pareto) delay to every
+step of any env (``LatencyEnv`` is ``talk`` with it), standing in for the tool calls, SQL queries and web pages
+of a deployed task. ``TalkEnv.observation`` is appended to the first turn's answer: set it (e.g. to
+:func:`table_text`) to give the environment's message the length of a real task's observation (a table, a web
+page, a command's output).
 """
 
 from __future__ import annotations
@@ -57,8 +58,12 @@ class TalkEnv(ToolEnv):
         return Turn([], SampleStatus.COMPLETED, reward=min(1.0, len(message.content or "") / 20))
 
 
-class LatencyEnv(TalkEnv):
-    """A TalkEnv whose steps sleep a Pareto-distributed time: median ``scale_s * 2**(1/alpha)``, capped."""
+class StepLatency:
+    """Mixin for any ``ToolEnv``: every step first sleeps a Pareto time, median ``scale_s * 2**(1/alpha)``, capped.
+
+    Stands in for the tool calls, SQL queries and web pages of a deployed task; one generator, shared by every
+    instance, makes the delay sequence repeatable (``reseed``).
+    """
 
     scale_s = 0.1
     alpha = 1.5
@@ -69,10 +74,14 @@ class LatencyEnv(TalkEnv):
     @classmethod
     def reseed(cls, seed: int) -> None:
         """Make the delay sequence repeatable (one generator shared by every instance)."""
-        cls._rng = random.Random(seed)
+        StepLatency._rng = random.Random(seed)
 
     def _respond(self, message: AssistantMessage) -> Turn:
-        with LatencyEnv._lock:
-            delay = min(self.cap_s, self.scale_s * LatencyEnv._rng.paretovariate(self.alpha))
+        with StepLatency._lock:
+            delay = min(self.cap_s, self.scale_s * StepLatency._rng.paretovariate(self.alpha))
         time.sleep(delay)
-        return super()._respond(message)
+        return super()._respond(message)  # type: ignore[misc]
+
+
+class LatencyEnv(StepLatency, TalkEnv):
+    """A TalkEnv whose steps sleep a Pareto-distributed time (see :class:`StepLatency`)."""

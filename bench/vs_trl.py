@@ -1,0 +1,485 @@
+"""AgentRL against TRL itself: the same tiny model, tasks, hardware and budgets, side by side in one invocation.
+
+Trainers, each training the same warm-started tiny Qwen2 on the real ``db`` (SQLite backend) and ``kg`` tasks
+(dev split), every environment step delayed by the same heavy-tailed latency (``bench/_envs.StepLatency``):
+
+* ``trl_sync``: TRL's ``GRPOTrainer`` with ``environment_factory={"db": ..., "kg": ...}`` over our envs
+  (``agentrl_trainer.trl_env``); rollouts by ``transformers`` generate, as TRL does without vLLM.
+* ``trl_async``: TRL's ``trl.experimental.async_grpo.AsyncGRPOTrainer``, built for real; where it cannot run
+  the JSON holds ``null`` and the reason its constructor gave.
+* ``agentrl_sync`` / ``agentrl_async``: ``AgentRLTrainer`` with the in-process ``hf`` engine.
+
+Every trainer trains ``--steps`` optimizer steps of ``--groups`` GRPO groups of ``--generations`` episodes (the
+async trainer's dynamic batch is pinned to ``--groups`` so all train on the same number of episodes). Reported:
+trajectories per second, the trainer's idle fraction (waiting for rollouts), the mean reward of the last third
+of the steps, and the tokens of model output that went back through the tokenizer (re-tokenized). TRL's async
+worker re-tokenizes the whole conversation every turn; where it cannot run, the tokens it would re-tokenize on
+the ``agentrl_async`` episodes are given beside (its ``retokenized_tokens_whole_conversation``).
+
+Before the trainers run, the tiny model is fine-tuned on a few oracle moves (``--warm-steps``),
+meant to make episodes multi-turn in every trainer (TRL ends an episode at the first answer without a tool call);
+docs/benchmarks.md says how far it gets today.
+
+    uv run python bench/vs_trl.py --quick                # one run of each trainer, about 3 minutes on 2 cores
+    uv run python bench/vs_trl.py --quick --runs 3       # the figures of docs/benchmarks.md (about 7 minutes)
+    uv run python bench/vs_trl.py                        # default sizes: 6 steps of 4 groups of 4, 3 runs
+
+Prints a table per run, the medians, and, last, one JSON line:
+``{"trl_sync": {"traj_per_s": .., "reward": ..}, "trl_async": ... or null, "agentrl_sync": ..., "agentrl_async":
+..., "ratio_vs_trl_sync": .., ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import platform
+import statistics
+import tempfile
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import agentrl_envs
+from _envs import StepLatency
+from agentrl_envs.core.oracle import load_oracle
+from agentrl_trainer import AgentRLConfig, AgentRLTrainer
+from agentrl_trainer.corpus import task_corpus
+from agentrl_trainer.tiny import TinyModelSpec, build_tiny_model, load_tokenizer
+from agentrl_trainer.trl_env import trl_dataset, trl_environment
+
+TASKS = {"db": {"backend": "sqlite"}, "kg": {}}
+TRAINERS = ["trl_sync", "trl_async", "agentrl_sync", "agentrl_async"]
+
+
+# -- environments: the registered task with the bench's step latency, the same class for every trainer ---------
+
+
+def env_factory(task: str) -> Callable[..., Any]:
+    """``split -> env`` for ``task``: the registered env class with :class:`StepLatency` mixed in."""
+    base = type(agentrl_envs.make(task, split="dev", **TASKS[task]).unwrapped)
+    slow = type(f"Slow{base.__name__}", (StepLatency, base), {})
+
+    def make(split: str = "dev", **options: Any) -> Any:
+        return slow(split=split, **{**TASKS[task], **options})
+
+    return make
+
+
+# -- the shared starting point: a tiny model that has seen the tool-call format ---------------------------------
+
+
+def oracle_turns(tasks: list[str], samples: int) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """``(conversation so far, tools)`` pairs ending in an oracle move, from the first ``samples`` of each task."""
+    pairs = []
+    for task in tasks:
+        env = agentrl_envs.make(task, split="dev", **TASKS[task]).unwrapped
+        oracle = load_oracle(task, split="dev")
+        try:
+            for index in range(samples):
+                observation, info = env.reset(options={"index": index})
+                conversation = list(observation)
+                oracle.begin(index)
+                for _ in range(4):
+                    action = oracle.act(observation)
+                    pairs.append(([*conversation, action], info["tools"]))
+                    observation, _, terminated, truncated, _ = env.step(action)
+                    conversation += [action, *observation]
+                    if terminated or truncated:
+                        break
+        finally:
+            env.close()
+    return pairs
+
+
+def warm_start(model_path: Path, out: Path, tasks: list[str], *, steps: int, seed: int, context: int = 256) -> Path:
+    """SFT on oracle moves (the last assistant message of each pair), saved to ``out``; the trainers' start."""
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = load_tokenizer(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path)
+    examples = []
+    for conversation, tools in oracle_turns(tasks, samples=4):
+        kwargs = {"tools": tools, "tokenize": True, "return_dict": False}
+        prompt = tokenizer.apply_chat_template(conversation[:-1], add_generation_prompt=True, **kwargs)
+        full = tokenizer.apply_chat_template(conversation, **kwargs)
+        # The tail only: the move and the context just before it (the tool-call format is local), so that a
+        # step costs a fraction of a full 1-2k token conversation.
+        cut = max(0, len(prompt) - context)
+        examples.append((list(full)[cut:], len(prompt) - cut))
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        batch = [examples[i] for i in torch.randint(len(examples), (8,), generator=generator).tolist()]
+        width = max(len(ids) for ids, _ in batch)
+        ids = torch.full((len(batch), width), tokenizer.pad_token_id)
+        labels = torch.full((len(batch), width), -100)
+        for row, (sequence, start) in enumerate(batch):
+            ids[row, : len(sequence)] = torch.tensor(sequence)
+            labels[row, start : len(sequence)] = torch.tensor(sequence[start:])
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+# -- measurement helpers ----------------------------------------------------------------------------------------
+
+
+class TokenizerCounter:
+    """Counts tokens the tokenizer produced from conversations holding a model-written assistant message.
+
+    Both trainers render tool results after a one-message *dummy* conversation (``user: dummy``) to get the
+    suffix ids; those calls hold no model output. Any other tokenizing call with an assistant message in it
+    re-tokenizes what the model wrote.
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer, self.retokenized_tokens, self.tokenized_tokens = tokenizer, 0, 0
+        self._original = tokenizer.apply_chat_template
+
+    def __enter__(self) -> TokenizerCounter:
+        def counted(conversation: Any, *args: Any, **kwargs: Any) -> Any:
+            result = self._original(conversation, *args, **kwargs)
+            if kwargs.get("tokenize", True):
+                self._count(conversation, result)
+            return result
+
+        self.tokenizer.apply_chat_template = counted
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.tokenizer.apply_chat_template = self._original
+
+    def _count(self, conversation: Any, result: Any) -> None:
+        conversations = conversation if conversation and isinstance(conversation[0], list) else [conversation]
+        ids = result["input_ids"] if isinstance(result, dict) else result
+        rows = ids if ids and isinstance(ids[0], list) else [ids]
+        for messages, row in zip(conversations, rows, strict=False):
+            self.tokenized_tokens += len(row)
+            is_dummy = messages and messages[0].get("content") == "dummy"
+            if not is_dummy and any(m.get("role") == "assistant" for m in messages):
+                self.retokenized_tokens += len(row)
+
+
+def whole_conversation_tokens(trajectories: list[Any]) -> int:
+    """Tokens a loop that re-tokenizes the whole conversation each turn re-reads: every turn after the first
+    tokenizes the prompt and all earlier turns again (the new environment message is fresh, not counted)."""
+    total = 0
+    for trajectory in trajectories:
+        context = len(trajectory.prompt_ids)
+        actions_seen, last_env = 0, 0
+        for segment in trajectory.segments:
+            if segment.is_action:
+                if actions_seen:
+                    total += context - last_env
+                actions_seen += 1
+                last_env = 0
+            else:
+                last_env = len(segment.token_ids)
+            context += len(segment.token_ids)
+    return total
+
+
+def tail_mean(values: list[float]) -> float:
+    """Mean of the last third (at least one) of ``values``."""
+    tail = values[-max(1, len(values) // 3) :]
+    return sum(tail) / len(tail) if tail else float("nan")
+
+
+# -- the trainers -----------------------------------------------------------------------------------------------
+
+
+def run_trl_sync(model_path: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    from trl import GRPOConfig, GRPOTrainer
+
+    tokenizer = load_tokenizer(model_path)
+    config = GRPOConfig(
+        output_dir=str(out / "trl_sync"),
+        max_steps=args.steps,
+        per_device_train_batch_size=args.groups * args.generations,
+        num_generations=args.generations,
+        # The same budgets as AgentRL's: new tokens per turn (generation_kwargs caps each generate call) and
+        # turns; max_completion_length bounds actions and tool results together, as max_total_tokens does.
+        max_completion_length=args.max_turns * args.new_tokens + args.env_tokens,
+        generation_kwargs={"max_new_tokens": args.new_tokens},
+        max_tool_calling_iterations=args.max_turns - 1,
+        learning_rate=1e-4,
+        beta=0.0,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        use_cpu=True,
+        seed=args.seed,
+    )
+    factories = {task: trl_environment(lambda task=task: env_factory(task)()) for task in args.tasks.split(",")}
+    dataset = _concat([trl_dataset(factories[t]._make_env, range(args.samples), environment=t) for t in factories])
+    trainer = GRPOTrainer(
+        str(model_path), args=config, train_dataset=dataset, processing_class=tokenizer, environment_factory=factories
+    )
+    generate = trainer._generate_and_score_completions
+    idle = [0.0]
+
+    def timed(*a: Any, **k: Any) -> Any:  # a synchronous trainer is idle while it generates
+        start = time.perf_counter()
+        try:
+            return generate(*a, **k)
+        finally:
+            idle[0] += time.perf_counter() - start
+
+    trainer._generate_and_score_completions = timed
+    StepLatency.reseed(args.seed)
+    with TokenizerCounter(tokenizer) as counter:
+        start = time.perf_counter()
+        trainer.train()
+        wall_s = time.perf_counter() - start
+    logs = [e for e in trainer.state.log_history if "reward" in e]
+    trajectories = args.steps * args.groups * args.generations
+    return {
+        "traj_per_s": trajectories / wall_s,
+        "reward": tail_mean([e["reward"] for e in logs]),
+        "trainer_idle_fraction": idle[0] / wall_s,
+        "wall_s": wall_s,
+        "trajectories": trajectories,
+        "retokenized_tokens": counter.retokenized_tokens,
+        "tokenized_tokens": counter.tokenized_tokens,
+        "turns_mean": statistics.mean(e.get("tools/call_frequency", 0.0) for e in logs) + 1,
+    }
+
+
+def run_trl_async(model_path: Path, args: argparse.Namespace, out: Path) -> dict[str, Any] | str:
+    """Build TRL's AsyncGRPOTrainer as its docs say; return the figures, or the reason it cannot run here."""
+    try:
+        from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+
+        factories = {task: trl_environment(lambda task=task: env_factory(task)()) for task in args.tasks.split(",")}
+        dataset = _concat([trl_dataset(factories[t]._make_env, range(args.samples), environment=t) for t in factories])
+        config = AsyncGRPOConfig(
+            output_dir=str(out / "trl_async"),
+            max_steps=args.steps,
+            num_generations=args.generations,
+            max_completion_length=args.max_turns * args.new_tokens + args.env_tokens,
+            report_to="none",
+            use_cpu=True,
+        )
+        AsyncGRPOTrainer(
+            str(model_path),
+            args=config,
+            train_dataset=dataset,
+            processing_class=load_tokenizer(model_path),
+            environment_factory=factories,
+        )
+    except Exception as e:  # the reason is the figure: what TRL's async trainer needs that this machine lacks
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if "/trl/" in f.filename]
+        where = (
+            f" (in {frames[-1].filename.split('/trl/')[-1]}:{frames[-1].lineno}, {frames[-1].name})" if frames else ""
+        )
+        return f"{type(e).__name__}: {e}{where}"
+    return "built, but running it needs a vLLM server (not started by this bench)"
+
+
+def run_agentrl(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    tasks = args.tasks.split(",")
+    config = AgentRLConfig(
+        output_dir=str(out / mode),
+        tasks=tasks,
+        task_split="dev",
+        max_samples_per_task=args.samples,
+        rollout_mode=mode.removeprefix("agentrl_"),
+        num_generations=args.generations,
+        max_steps=args.steps,
+        min_groups_per_step=args.groups,
+        max_groups_per_step=args.groups,
+        queue_size=(args.max_staleness + 1) * args.groups,
+        max_staleness=args.max_staleness,
+        max_turns=args.max_turns,
+        max_new_tokens_per_turn=args.new_tokens,
+        max_total_tokens=4096,
+        unfinished_penalty=0.0,  # TRL has none: rewards stay comparable
+        rollout_engine="hf",
+        learning_rate=1e-4,
+        beta=0.0,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        write_report=False,
+        use_cpu=True,
+        seed=args.seed,
+    )
+    tokenizer = load_tokenizer(model_path)
+    trainer = AgentRLTrainer(
+        str(model_path), config, processing_class=tokenizer, env_factories={t: env_factory(t) for t in tasks}
+    )
+    trained: list[Any] = []
+    record = trainer._record
+
+    def keep(groups: Any, trajectories: list[Any], *a: Any, **k: Any) -> None:
+        trained.extend(trajectories)
+        record(groups, trajectories, *a, **k)
+
+    trainer._record = keep
+    StepLatency.reseed(args.seed)
+    with TokenizerCounter(tokenizer) as counter:
+        trainer.train()
+    wall_s = time.perf_counter() - trainer.rollouts_started
+    logs = [e for e in trainer.state.log_history if any(k.startswith("env/") for k in e)]
+    return {
+        "traj_per_s": len(trained) / wall_s,
+        "reward": tail_mean([_step_reward(e, tasks) for e in logs]),
+        "trainer_idle_fraction": trainer.idle_s / wall_s,
+        "wall_s": wall_s,
+        "trajectories": len(trained),
+        "retokenized_tokens": counter.retokenized_tokens,
+        "tokenized_tokens": counter.tokenized_tokens,
+        "turns_mean": statistics.mean(t.turns for t in trained),
+        "retokenized_tokens_whole_conversation": whole_conversation_tokens(trained),
+    }
+
+
+def _step_reward(entry: dict[str, Any], tasks: list[str]) -> float:
+    counts = [entry.get(f"env/{t}/episodes", 0.0) for t in tasks]
+    return sum(entry.get(f"env/{t}/reward", 0.0) * n for t, n in zip(tasks, counts, strict=True)) / max(sum(counts), 1)
+
+
+def _concat(datasets: list[Any]) -> Any:
+    from datasets import concatenate_datasets
+
+    return concatenate_datasets(datasets)
+
+
+# -- the run ----------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def load_window() -> Iterator[dict[str, float]]:
+    """The 1-minute load average at the start and end of a block (the machine is shared)."""
+    window = {"load_start": os.getloadavg()[0]}
+    yield window
+    window["load_end"] = os.getloadavg()[0]
+
+
+def run_once(model_path: Path, args: argparse.Namespace, out: Path, seed: int) -> dict[str, Any]:
+    """Every trainer once, one after the other, with the same seed (rollout sampling and env latencies)."""
+    args = argparse.Namespace(**{**vars(args), "seed": seed})
+    results: dict[str, Any] = {}
+    for name in args.trainers.split(","):
+        print(f"{name} ...", flush=True)
+        with load_window() as load:
+            if name == "trl_sync":
+                figures: Any = run_trl_sync(model_path, args, out)
+            elif name == "trl_async":
+                figures = run_trl_async(model_path, args, out)
+            else:
+                figures = run_agentrl(name, model_path, args, out)
+        if isinstance(figures, dict):  # episodes differ in length between trainers: count turns as well
+            figures["turns_per_s"] = figures["traj_per_s"] * figures["turns_mean"]
+        results[name] = {**figures, **load} if isinstance(figures, dict) else figures
+    return results
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per trainer and figure, the median over runs and the spread (min, max)."""
+    summary: dict[str, Any] = {}
+    for name in runs[0]:
+        if not isinstance(runs[0][name], dict):
+            summary[name] = None
+            summary[f"{name}_reason"] = runs[0][name]
+            continue
+        keys = runs[0][name].keys()
+        summary[name] = {k: statistics.median(r[name][k] for r in runs) for k in keys}
+        summary[name]["spread"] = {k: [min(r[name][k] for r in runs), max(r[name][k] for r in runs)] for k in keys}
+    return summary
+
+
+def print_table(title: str, results: dict[str, Any]) -> None:
+    print(f"\n{title}")
+    print(
+        f"{'trainer':14} {'traj/s':>7} {'reward':>7} {'idle':>6} {'turns':>6} {'wall s':>7} {'re-tok':>7} {'load':>5}"
+    )
+    for name, r in results.items():
+        if not isinstance(r, dict):
+            continue
+        print(
+            f"{name:14} {r['traj_per_s']:7.3f} {r['turns_per_s']:7.3f} {r['reward']:7.3f} "
+            f"{r['trainer_idle_fraction']:6.1%} {r['turns_mean']:6.2f} {r['wall_s']:7.1f} "
+            f"{r['retokenized_tokens']:7.0f} {r['load_start']:5.1f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 steps of 2 groups of 2, one run unless --runs")
+    parser.add_argument("--runs", type=int, default=None, help="runs of every trainer (default 3; 1 with --quick)")
+    parser.add_argument("--steps", type=int, default=6, help="optimizer steps per trainer")
+    parser.add_argument("--groups", type=int, default=4, help="GRPO groups per step")
+    parser.add_argument("--generations", type=int, default=4, help="episodes per group (G)")
+    parser.add_argument("--samples", type=int, default=8, help="dev samples per task (rows)")
+    parser.add_argument("--tasks", default="db,kg")
+    parser.add_argument("--trainers", default=",".join(TRAINERS))
+    parser.add_argument("--max-turns", type=int, default=4, help="assistant turns per episode")
+    parser.add_argument("--new-tokens", type=int, default=48, help="most new tokens per turn (AgentRL)")
+    parser.add_argument("--env-tokens", type=int, default=512, help="TRL: completion budget for tool results")
+    parser.add_argument("--max-staleness", type=int, default=2)
+    parser.add_argument("--scale-s", type=float, default=0.2, help="Pareto scale of the env step latency")
+    parser.add_argument("--alpha", type=float, default=1.5, help="Pareto shape (smaller: heavier tail)")
+    parser.add_argument("--warm-steps", type=int, default=80, help="SFT steps on oracle moves before training")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.quick:
+        args.steps, args.groups, args.generations, args.samples = 3, 2, 2, 4
+    args.runs = args.runs or (1 if args.quick else 3)
+    logging.basicConfig(level=logging.WARNING)
+    warnings.filterwarnings("ignore", message=".*experimental feature.*")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    StepLatency.scale_s, StepLatency.alpha = args.scale_s, args.alpha
+
+    tasks = args.tasks.split(",")
+    corpus = task_corpus(lambda t, s: agentrl_envs.make(t, split=s, **TASKS[t]).unwrapped, tasks, "dev", max_samples=8)
+    base = build_tiny_model(corpus, TinyModelSpec(vocab_size=1024, seed=args.seed))
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        model_path = warm_start(base, Path(tmp) / "warm", tasks, steps=args.warm_steps, seed=args.seed)
+        print(f"warm start: {time.perf_counter() - started:.0f} s", flush=True)
+        for run in range(args.runs):
+            results = run_once(model_path, args, Path(tmp) / f"run{run}", seed=args.seed + run)
+            print_table(f"run {run + 1}/{args.runs}", results)
+            runs.append(results)
+    summary = summarize(runs)
+    print_table(f"median of {args.runs} run(s)", {k: v for k, v in summary.items() if isinstance(v, dict)})
+    ratio = (
+        summary["agentrl_async"]["traj_per_s"] / summary["trl_sync"]["traj_per_s"]
+        if isinstance(summary.get("agentrl_async"), dict) and isinstance(summary.get("trl_sync"), dict)
+        else float("nan")
+    )
+    print(f"agentrl_async / trl_sync trajectories per second: {ratio:.2f}x")
+    print(
+        json.dumps(
+            {
+                **summary,
+                "ratio_vs_trl_sync": ratio,
+                "bench": "vs_trl",
+                "machine": f"{platform.machine()} {platform.system()}, {os.cpu_count()} cores",
+                "config": vars(args),
+                "runs": runs,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
