@@ -42,6 +42,10 @@ class PoolSettings:
     """Started sandboxes kept idle per image, ready to lease."""
     maximum: int = 16
     """Most sandboxes per image at once (idle, leased, starting and closing); a lease beyond it waits."""
+    fillers: int = 2
+    """Sandboxes started at once in the background (threads for the pool's life): one start at a time falls
+    behind when episodes end faster than a sandbox starts (a Docker start takes half a second on a busy
+    machine), and the engine and the kernel do part of a start while the other waits."""
     exec_check: bool = False
     """Also run ``true`` as an independent process in the sandbox before leasing it (about 70 ms on bwrap,
     as long as a cold bwrap start; the default checks that the shell process runs and is not a zombie)."""
@@ -52,8 +56,8 @@ class PoolSettings:
 
     def __post_init__(self) -> None:
         """Reject settings that cannot work."""
-        if not 0 <= self.warm <= self.maximum or self.maximum < 1:
-            raise ValueError(f"Sandbox pool settings need 0 <= warm <= maximum and maximum >= 1: {self}")
+        if not 0 <= self.warm <= self.maximum or self.maximum < 1 or self.fillers < 1:
+            raise ValueError(f"Sandbox pool settings need 0 <= warm <= maximum, maximum >= 1, fillers >= 1: {self}")
         if self.health_timeout_s <= 0 or self.lease_timeout_s <= 0:
             raise ValueError(f"Sandbox pool timeouts must be positive: {self}")
 
@@ -140,7 +144,7 @@ class SandboxPool(SandboxBackend):
         self.name = backend.name
         self._images: dict[str, _Image] = {}
         self._cond = threading.Condition()
-        self._filler_thread: threading.Thread | None = None
+        self._filler_threads: list[threading.Thread] = []
         self._doomed: deque[Sandbox] = deque()
         """Sandboxes given back or found unhealthy, for the closer thread."""
         self._closer_thread: threading.Thread | None = None
@@ -294,16 +298,20 @@ class SandboxPool(SandboxBackend):
             self._fill(image)
 
     def _fill(self, image: str) -> None:
-        """Wake the filler thread (started on first use) to top the image's idle sandboxes up to ``warm``."""
+        """Wake the filler threads (started on first use) to top the image's idle sandboxes up to ``warm``."""
         with self._cond:
             self._images.setdefault(image, _Image())
             if self._closed or self.settings.warm == 0:
                 return
-            if self._filler_thread is None:
-                # One thread for the pool's lifetime, woken after each lease (sandboxes die with this process,
+            if not self._filler_threads:
+                # Threads for the pool's lifetime, woken after each lease (sandboxes die with this process,
                 # not with the thread that started them: see agentrl_envs.core.processes).
-                self._filler_thread = threading.Thread(target=self._filler, name="sandbox-pool-filler", daemon=True)
-                self._filler_thread.start()
+                self._filler_threads = [
+                    threading.Thread(target=self._filler, name=f"sandbox-pool-filler-{i}", daemon=True)
+                    for i in range(self.settings.fillers)
+                ]
+                for thread in self._filler_threads:
+                    thread.start()
             self._cond.notify_all()
 
     def _wanted(self) -> str | None:
@@ -358,7 +366,7 @@ class SandboxPool(SandboxBackend):
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-            threads = [t for t in (self._filler_thread, self._closer_thread) if t is not None]
+            threads = [*self._filler_threads, *([self._closer_thread] if self._closer_thread else [])]
         for thread in threads:
             thread.join(timeout=60)  # the closer returns once everything given back is closed
         with self._cond:
