@@ -1,12 +1,18 @@
 """Sandbox latency: episode start (reset) and one ``bash_action`` round trip, per backend, side by side.
 
-Variants: ``bwrap`` (a fresh bubblewrap sandbox per episode), ``docker-pool`` (a container leased from the
-warm pool, its shell started) and ``docker-cold`` (``docker run`` per episode, no pool). Reset is the time
-from asking the backend for a sandbox to a shell that answers; the round trip is one ``echo`` through the
-shell as the OS task's ``bash_action`` runs it. Closing is not timed (the pool refills in the background).
+Variants: ``bwrap-pool`` and ``docker-pool`` (the OS task's default: a sandbox leased from a warm
+``SandboxPool`` of 2 per image, started and its shell ready; the used one is closed in the background),
+``bwrap-cold`` (a bubblewrap sandbox started per episode) and ``docker-cold`` (``docker run`` and
+``docker exec`` per episode). Reset is the time from asking the backend for a sandbox to a shell that
+answers; the round trip is one ``echo`` through the shell as the OS task's ``bash_action`` runs it. Closing
+is not timed (a pool does it in the background; cold, the episode's end pays it).
 
-    uv run python bench/sandbox.py                        # all variants, 50 resets each
-    uv run python bench/sandbox.py --variants bwrap --resets 200
+Each variant is measured ``--runs`` times (a new backend each run); the table shows the median over the
+runs of each figure and, in brackets, its lowest and highest run. The load average is printed beside them
+(the figures move with it on a shared machine).
+
+    uv run python bench/sandbox.py                        # all variants, 3 runs of 50 resets each
+    uv run python bench/sandbox.py --variants bwrap-pool --resets 200 --runs 5
 
 Needs root (bwrap) and a running Docker engine with env_images/os/build done (docker variants).
 Prints a table and, last, one JSON line with every figure (what ``docs/benchmarks.md`` records).
@@ -16,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,10 +35,12 @@ from agentrl_envs.tasks.os.backends import make_backend
 
 # label -> how to make its backend
 VARIANTS: dict[str, Callable[[], SandboxBackend]] = {
-    "bwrap": lambda: make_backend("bwrap"),
+    "bwrap-pool": lambda: make_backend("bwrap", pool_size=2),
+    "bwrap-cold": lambda: make_backend("bwrap", pool_size=0),
     "docker-pool": lambda: make_backend("docker", pool_size=2),
     "docker-cold": lambda: make_backend("docker", pool_size=0),
 }
+FIGURES = ("reset_p50_ms", "reset_p99_ms", "bash_p50_ms", "bash_p99_ms")
 ROUND_TRIPS = 5
 """``bash_action`` round trips timed per reset."""
 
@@ -42,7 +52,7 @@ def measure(variant: str, *, resets: int, pause_s: float) -> dict[str, Any]:
     step_ms: list[float] = []
     try:
         backend.open("default").close()  # warm-up: rootfs unpacked, image present, pool filling
-        time.sleep(pause_s)
+        time.sleep(max(pause_s, 2.0))
         for _ in range(resets):
             started = time.perf_counter()
             sandbox = backend.open("default")
@@ -75,25 +85,33 @@ def main() -> None:
     )
     parser.add_argument("--resets", type=int, default=50, help="sandboxes started per variant")
     parser.add_argument("--pause", type=float, default=0.5, help="seconds between episodes (pool refill time)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per variant (medians and spread over them)")
     args = parser.parse_args()
 
     results = []
     for variant in args.variants.split(","):
         if variant not in VARIANTS:
             raise SystemExit(f"sandbox: unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-        results.append(measure(variant, resets=args.resets, pause_s=args.pause))
+        runs = []
+        for _ in range(args.runs):
+            load = os.getloadavg()[0]
+            runs.append({**measure(variant, resets=args.resets, pause_s=args.pause), "load_1m": round(load, 1)})
+        summary: dict[str, Any] = {"variant": variant, "resets": args.resets, "runs": runs}
+        for key in (*FIGURES, "load_1m"):
+            values = [run[key] for run in runs]
+            summary[key] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
+        results.append(summary)
 
-    header = ["variant", "resets", "reset_p50_ms", "reset_p99_ms", "bash_p50_ms", "bash_p99_ms"]
+    header = ["variant", "resets x runs", *FIGURES, "load_1m"]
     print(" | ".join(header))
     for row in results:
-        print(" | ".join(str(row[key]) for key in header))
+        cells = [f"{row[key]['median']:g} [{row[key]['min']:g}-{row[key]['max']:g}]" for key in (*FIGURES, "load_1m")]
+        print(" | ".join([row["variant"], f"{row['resets']} x {len(row['runs'])}", *cells]))
     machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": _cpus()}
     print(json.dumps({"bench": "sandbox", "machine": machine, "results": results}))
 
 
 def _cpus() -> int:
-    import os
-
     return len(os.sched_getaffinity(0))
 
 

@@ -83,7 +83,7 @@ async def test_os_worker_leases_from_the_warm_pool_and_shutdown_closes_everythin
             "interact", headers={"session_id": str(sid)}, json={"messages": [call("answer_action", '{"answer": "1"}')]}
         )
         assert out.json()["finish"] is True
-        wait_for(lambda: sandboxes_of({worker_pid})["temp dirs"] == 2, "the used sandbox closed (reuse=1)")
+        wait_for(lambda: sandboxes_of({worker_pid})["temp dirs"] == 2, "the used sandbox closed, never reused")
         await asyncio.sleep(0.5)  # the upkeep loop fetches the pool's counters from the worker
         metrics = (await client.get("http://testserver/metrics")).text
         assert 'controller_sandbox_pool_sandboxes{image="default",state="idle",task="os-pool"} 2.0' in metrics
@@ -156,7 +156,7 @@ def test_pool_config_is_validated_and_read_from_yaml(tmp_path: Path) -> None:
     path = tmp_path / "controller.yaml"
     path.write_text(
         "tasks:\n- name: os-std\n  env: os\n  options: {backend: docker}\n"
-        "  sandbox_pool: {warm: 1, maximum: 8, reuse: 1, images: [default]}\n"
+        "  sandbox_pool: {warm: 1, maximum: 8, images: [default]}\n"
     )
     config = load_config(path)
     assert config.sweep_sandboxes is True

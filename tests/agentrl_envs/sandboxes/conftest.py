@@ -4,6 +4,7 @@ started for the session when none is running, and stopped afterwards)."""
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from agentrl_envs.sandboxes.base import Limits, SandboxBackend
 from agentrl_envs.sandboxes.bwrap import BwrapBackend
+from agentrl_envs.sandboxes.pool import PoolSettings, SandboxPool
 from agentrl_envs.sandboxes.rootfs import ensure_rootfs
 from agentrl_envs.tasks.os.images import docker_tag, ensure_docker_images, recipe
 
@@ -39,12 +41,50 @@ def bwrap_backend() -> BwrapBackend:
 def docker_backend(docker_engine: None) -> Iterator[SandboxBackend]:
     from agentrl_envs.sandboxes.docker import DockerBackend
 
-    backend = DockerBackend(docker_tag, limits=TEST_LIMITS, pool_size=1)
+    backend = DockerBackend(docker_tag, limits=TEST_LIMITS)
     yield backend
     backend.close()
 
 
-@pytest.fixture(params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def warm_pool(backend: SandboxBackend, timeout_s: float = 60.0) -> SandboxPool:
+    """A pool of ``backend`` holding one started ``default`` sandbox, idle: the next ``open`` leases it."""
+    pool = SandboxPool(backend, PoolSettings(warm=1, maximum=4))
+    pool.prewarm(["default"])
+    deadline = time.monotonic() + timeout_s
+    while (stats := pool.stats()["default"]).idle < 1 or stats.starting:
+        if time.monotonic() > deadline:
+            pool.close()
+            raise AssertionError(f"the pool did not warm up within {timeout_s:g} s: {stats}")
+        time.sleep(0.02)
+    return pool
+
+
+@pytest.fixture
+def bwrap_pool_backend() -> Iterator[SandboxBackend]:
+    """bwrap behind a warm pool: a sandbox started on the pool's thread and idle before the test leases it."""
+    pool = warm_pool(BwrapBackend(lambda image: ensure_rootfs(recipe(image)), limits=TEST_LIMITS))
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def docker_pool_backend(docker_engine: None) -> Iterator[SandboxBackend]:
+    """Docker behind a warm pool (container and shell started before the test leases them)."""
+    from agentrl_envs.sandboxes.docker import DockerBackend
+
+    pool = warm_pool(DockerBackend(docker_tag, limits=TEST_LIMITS))
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(
+    params=[
+        "bwrap",
+        "bwrap_pool",
+        pytest.param("docker", marks=pytest.mark.docker),
+        pytest.param("docker_pool", marks=pytest.mark.docker),
+    ]
+)
 def backend(request: pytest.FixtureRequest) -> SandboxBackend:
-    """Each sandbox backend in turn."""
+    """Each sandbox backend in turn, cold and behind a warm pool (what the OS task uses by default)."""
     return request.getfixturevalue(f"{request.param}_backend")

@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from agentrl_envs.sandboxes.base import SandboxBackend
-from agentrl_envs.sandboxes.bwrap import TEMP_PREFIX, BwrapBackend
+from agentrl_envs.sandboxes.bwrap import TEMP_PREFIX
 from agentrl_envs.sandboxes.cgroup import cgroup_leftovers
-from agentrl_envs.sandboxes.rootfs import ensure_rootfs
+from agentrl_envs.tasks.os.backends import make_backend
 from agentrl_envs.tasks.os.env import OSEnv
-from agentrl_envs.tasks.os.images import docker_tag, recipe
 from tests.agentrl_envs.sandboxes.conftest import TEST_LIMITS
 
 PROBE = "agentrl-leak-probe"
@@ -69,12 +68,10 @@ def _new_since(before: dict[str, set[object]]) -> dict[str, set[object]]:
 
 
 def _backend(name: str, request: pytest.FixtureRequest) -> SandboxBackend:
-    if name == "bwrap":
-        return BwrapBackend(lambda image: ensure_rootfs(recipe(image)), limits=TEST_LIMITS)
-    request.getfixturevalue("docker_engine")
-    from agentrl_envs.sandboxes.docker import DockerBackend
-
-    return DockerBackend(docker_tag, limits=TEST_LIMITS, pool_size=2)
+    """The OS task's default: the backend behind a warm pool (used sandboxes are closed in the background)."""
+    if name == "docker":
+        request.getfixturevalue("docker_engine")
+    return make_backend(name, limits=TEST_LIMITS)
 
 
 @pytest.mark.slow
@@ -98,5 +95,5 @@ def test_hundred_episodes_leave_nothing_behind(name: str, request: pytest.Fixtur
             assert terminated and info["infra_error"] is False
     finally:
         env.close()
-        backend.close()  # a backend passed in belongs to the caller (a docker one holds a warm pool)
+        backend.close()  # a backend passed in belongs to the caller (its pool closes the last sandboxes)
     assert _new_since(before) == {}

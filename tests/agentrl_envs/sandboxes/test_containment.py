@@ -1,4 +1,5 @@
-"""Containment, on every backend: no network, no host files, no host kernel settings or processes, limits."""
+"""Containment, on every backend, cold and pooled: no network, no host files, no host kernel settings or
+processes, limits."""
 
 from __future__ import annotations
 
@@ -125,5 +126,5 @@ def test_a_shell_killed_from_outside_is_an_infra_error_that_says_what_happened(b
         os.kill(box.shell_pid, signal.SIGKILL)
         with pytest.raises(InfraError, match="the shell exited or was killed") as caught:
             box.run_shell("echo hello")
-    if backend.__class__.__name__ == "DockerBackend":
+    if backend.name == "docker":
         assert "exit code 137" in str(caught.value) and "container running" in str(caught.value)

@@ -25,8 +25,7 @@ from tests.agentrl_envs.sandboxes.conftest import TEST_LIMITS
 def _backend(name: str, request: pytest.FixtureRequest) -> SandboxBackend:
     if name == "docker":
         request.getfixturevalue("docker_engine")
-        return make_backend("docker", limits=TEST_LIMITS, pool_size=0)  # the SandboxPool does the pooling
-    return make_backend("bwrap", limits=TEST_LIMITS)
+    return make_backend(name, limits=TEST_LIMITS, pool_size=0)  # the test's SandboxPool does the pooling
 
 
 def ours() -> dict[str, int]:
@@ -142,15 +141,57 @@ def test_a_sandbox_is_never_leased_twice(request: pytest.FixtureRequest) -> None
         pool.close()
 
 
-def test_reuse_limit_hands_a_sandbox_out_that_many_times(request: pytest.FixtureRequest) -> None:
-    pool = SandboxPool(_backend("bwrap", request), PoolSettings(warm=0, maximum=1, reuse=2))
+def test_a_given_back_sandbox_is_closed_in_the_background_and_never_leased_again(
+    request: pytest.FixtureRequest,
+) -> None:
+    before = ours()
+    gate = threading.Event()
+    pool = SandboxPool(_backend("bwrap", request), PoolSettings(warm=1, maximum=3))
     try:
-        pids = []
-        for _ in range(3):
-            with pool.open("default") as box:
-                pids.append(box.shell_pid)
-        assert pids[0] == pids[1] != pids[2]
+        pool.prewarm(["default"])
+        _wait_idle(pool, "default", 1)
+        box = pool.open("default")
+        assert isinstance(box, PooledSandbox)
+        used = box.inner
+        close = used.close
+        used.close = lambda: (gate.wait(30), close())  # type: ignore[method-assign] # a close that takes its time
+        box.run_shell("touch /root/dirty")
+        started = time.perf_counter()
+        box.close()
+        given_back = time.perf_counter() - started
+        assert given_back < 0.05  # the episode does not wait for the close
+        assert pool.stats()["default"].closing == 1 and used.alive  # still being closed, on the pool's thread
+        _wait_idle(pool, "default", 1)
+        with pool.open("default") as fresh:  # a fresh sandbox, never the one given back
+            assert isinstance(fresh, PooledSandbox) and fresh.inner is not used
+            assert fresh.exec(["test", "-e", "/root/dirty"]).exit_code == 1
+        gate.set()
+        deadline = time.monotonic() + 30
+        while pool.stats()["default"].closing and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert pool.stats()["default"].closing == 0 and not used.alive
     finally:
+        gate.set()
+        pool.close()
+    assert ours() == before
+
+
+def test_a_lease_at_the_maximum_waits_for_given_back_sandboxes_to_close(request: pytest.FixtureRequest) -> None:
+    # A sandbox being closed still holds its memory and processes: it counts against the maximum.
+    pool = SandboxPool(_backend("bwrap", request), PoolSettings(warm=0, maximum=1, lease_timeout_s=30))
+    try:
+        first = pool.open("default")
+        gate = threading.Event()
+        close = first.inner.close
+        first.inner.close = lambda: (gate.wait(30), close())  # type: ignore[method-assign]
+        first.close()
+        threading.Timer(0.3, gate.set).start()
+        started = time.perf_counter()
+        with pool.open("default") as second:
+            assert time.perf_counter() - started >= 0.25 and not first.inner.alive
+            assert second.inner is not first.inner
+    finally:
+        gate.set()
         pool.close()
 
 

@@ -21,7 +21,7 @@ OWNER = textwrap.dedent(
     """
     import sys, time
     from agentrl_envs.tasks.os.backends import make_backend
-    backend = make_backend(sys.argv[1], **({"pool_size": 0} if sys.argv[1] == "docker" else {}))
+    backend = make_backend(sys.argv[1], pool_size=0)
     box = backend.open("default")
     print("ready", flush=True)
     time.sleep(1000)
@@ -57,7 +57,7 @@ def _cold_backend(name: str, request: pytest.FixtureRequest) -> SandboxBackend:
     request.getfixturevalue("docker_engine")
     from agentrl_envs.sandboxes.docker import DockerBackend
 
-    return DockerBackend(docker_tag, limits=TEST_LIMITS, pool_size=0)
+    return DockerBackend(docker_tag, limits=TEST_LIMITS)
 
 
 def test_sweep_spares_a_sandbox_being_started_by_another_process() -> None:

@@ -41,9 +41,8 @@ class SandboxPoolConfig(_Strict):
     warm: int = Field(2, ge=0, le=1000)
     """Started sandboxes kept idle per image, ready for the next episode."""
     maximum: int = Field(64, ge=1, le=10_000)
-    """Most sandboxes per image at once in one worker process (idle, leased and starting)."""
-    reuse: int = Field(1, ge=1)
-    """Episodes per sandbox; 1 (the default) gives every episode a fresh system."""
+    """Most sandboxes per image at once in one worker process (idle, leased, starting and closing). Each
+    sandbox serves one episode: it is closed, never reused, when the episode ends."""
     exec_check: bool = False
     """Health check by running ``true`` in the sandbox before each lease (else: its shell process is alive)."""
     health_timeout_s: float = Field(5.0, gt=0)

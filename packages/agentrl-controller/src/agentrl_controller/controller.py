@@ -210,7 +210,7 @@ class Controller:
         m.sandboxes_replaced.clear()
         for w in self.pool.workers.values():
             for image, stats in w.sandbox_pool.items():
-                for state in ("idle", "leased", "starting"):
+                for state in ("idle", "leased", "starting", "closing"):
                     m.sandboxes.labels(w.task, image, state).inc(stats.get(state, 0))
                 m.sandboxes_replaced.labels(w.task, image).inc(stats.get("unhealthy", 0))
 

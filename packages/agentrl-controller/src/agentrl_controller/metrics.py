@@ -55,7 +55,7 @@ class ControllerMetrics:
         )
         self.sandboxes = Gauge(
             "controller_sandbox_pool_sandboxes",
-            "Sandboxes in the pools of local workers, by task, image and state (idle, leased, starting).",
+            "Sandboxes in the pools of local workers, by task, image and state (idle, leased, starting, closing).",
             ["task", "image", "state"],
             registry=r,
         )

@@ -10,7 +10,9 @@ from gymnasium.utils.env_checker import check_env
 
 import agentrl_envs
 from agentrl_envs.sandboxes.base import SandboxBackend
+from agentrl_envs.sandboxes.pool import SandboxPool
 from agentrl_envs.tasks.os.env import OSEnv
+from tests.agentrl_envs.sandboxes.conftest import TEST_LIMITS
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -23,8 +25,9 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def env(bwrap_backend: SandboxBackend) -> OSEnv:
-    env = OSEnv(split="test", backend=bwrap_backend)
+def env() -> OSEnv:
+    """The task as it runs by default: bwrap behind the env's own warm pool."""
+    env = OSEnv(split="test", limits=TEST_LIMITS)
     yield env
     env.close()
 
@@ -113,6 +116,23 @@ def test_killed_shell_is_an_infra_error(backend: SandboxBackend) -> None:
         assert info["status"] == "task error" and info["infra_error"] is True
     finally:
         env.close()
+
+
+def test_episodes_lease_warm_sandboxes_and_never_share_one(env: OSEnv) -> None:
+    assert isinstance(env.sandboxes, SandboxPool)
+    shells = []
+    for _ in range(3):
+        env.reset(options={"index": 0})
+        assert env.sandbox is not None
+        shells.append(env.sandbox.shell_pid)
+        env.step(call("bash_action", script="touch /root/dirty-from-an-earlier-episode"))
+        env.step(call("answer_action", answer="0"))
+    env.reset(options={"index": 0})
+    assert env.sandbox is not None and env.sandbox.shell_pid not in shells and len(set(shells)) == 3
+    assert env.sandbox.exec(["test", "-e", "/root/dirty-from-an-earlier-episode"]).exit_code == 1
+    assert env.sample is not None
+    stats = env.sandboxes.stats()[env.sample.image]
+    assert stats.leases == 4 and stats.leased == 1
 
 
 def test_check_env(bwrap_backend: SandboxBackend) -> None:

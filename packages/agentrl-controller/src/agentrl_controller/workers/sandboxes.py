@@ -37,8 +37,7 @@ def build_pool(task: TaskConfig) -> tuple[dict[str, Any], SandboxPool | None]:
 
     name = options.pop("backend", None) or "bwrap"
     backend_options = dict(options.pop("backend_options", None) or {})
-    if name == "docker":
-        backend_options.setdefault("pool_size", 0)  # the SandboxPool keeps the warm containers
+    backend_options["pool_size"] = 0  # this SandboxPool, configured by sandbox_pool, keeps the warm sandboxes
     limits = options.pop("limits", None)
     if isinstance(limits, dict):
         limits = Limits(**limits)
@@ -56,7 +55,6 @@ def _settings(config: SandboxPoolConfig) -> PoolSettings:
     return PoolSettings(
         warm=config.warm,
         maximum=config.maximum,
-        reuse=config.reuse,
         exec_check=config.exec_check,
         health_timeout_s=config.health_timeout_s,
         lease_timeout_s=config.lease_timeout_s,

@@ -2,10 +2,10 @@
 
 Containers run ``sleep infinity`` as their main process with ``--network none`` and memory (no swap), CPU
 and process limits (upstream: 1 GB, 2 CPUs). The episode's shell is an interactive login bash started with
-``docker exec`` on a terminal; independent processes are further ``docker exec`` s. A warm pool keeps
-``pool_size`` started containers per image: a lease takes one exclusively (the pool refills in the
-background) and the container is removed when the episode ends, so no state crosses episodes.
-Images come from ``env_images/`` (``env_images/os/build``).
+``docker exec`` on a terminal; independent processes are further ``docker exec`` s. Each ``open`` starts a
+container and its shell, and ``close`` removes the container; warm sandboxes come from a
+:class:`~agentrl_envs.sandboxes.pool.SandboxPool` in front of the backend, as for bwrap. Images come from
+``env_images/`` (``env_images/os/build``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ import os
 import secrets
 import select
 import socket
-import threading
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -226,17 +224,16 @@ def _container_cgroup(pid: int) -> Cgroup | None:
 
 
 class DockerBackend(SandboxBackend):
-    """Opens :class:`DockerSandbox` es from a warm pool of started containers per image."""
+    """Opens :class:`DockerSandbox` es, a container started for each (pool them with a ``SandboxPool``)."""
 
     name = "docker"
 
-    def __init__(self, tag: Callable[[str], str], *, limits: Limits | None = None, pool_size: int = 2) -> None:
+    def __init__(self, tag: Callable[[str], str], *, limits: Limits | None = None) -> None:
         """Connect to the engine.
 
         Args:
             tag: Maps an image name (``default``) to its Docker tag (``agentrl/os-default:latest``).
             limits: Per-container limits (upstream's by default).
-            pool_size: Started containers kept ready per image (0: start one per lease, i.e. cold).
 
         Raises:
             BackendUnavailableError: If the SDK is missing or no engine answers.
@@ -244,53 +241,10 @@ class DockerBackend(SandboxBackend):
         self.client = engine_client()
         self.tag = tag
         self.limits = limits or Limits()
-        self.pool_size = pool_size
-        self._pools: dict[str, deque[Any]] = {}
-        self._lock = threading.Lock()
-        self._refills: set[threading.Thread] = set()
-        self._closed = False
 
     def open(self, image: str) -> DockerSandbox:
-        """Lease a warm container of ``image`` (or start one) and start its shell."""
-        container = self._take(image)
-        if self.pool_size > 0:
-            self._refill(image)
-        return DockerSandbox(self.client, container, image=image, limits=self.limits)
-
-    def _take(self, image: str) -> Any:
-        with self._lock:
-            pool = self._pools.setdefault(image, deque())
-            while pool:
-                container = pool.popleft()
-                with contextlib.suppress(Exception):
-                    container.reload()
-                    if container.status == "running":
-                        return container
-                with contextlib.suppress(Exception):
-                    container.remove(force=True)
-        return self._start(image)
-
-    def _refill(self, image: str) -> None:
-        def fill() -> None:
-            while not self._closed:
-                with self._lock:
-                    if len(self._pools.setdefault(image, deque())) >= self.pool_size:
-                        return
-                try:
-                    container = self._start(image)
-                except InfraError:
-                    logger.exception("docker pool: could not start a container of %s", image)
-                    return
-                with self._lock:
-                    if self._closed:
-                        with contextlib.suppress(Exception):
-                            container.remove(force=True)
-                        return
-                    self._pools[image].append(container)
-
-        thread = threading.Thread(target=fill, name=f"docker-pool-{image}", daemon=True)
-        self._refills = {t for t in self._refills if t.is_alive()} | {thread}
-        thread.start()
+        """Start a container of ``image`` and its shell."""
+        return DockerSandbox(self.client, self._start(image), image=image, limits=self.limits)
 
     def _start(self, image: str) -> Any:
         import docker.errors
@@ -317,15 +271,3 @@ class DockerBackend(SandboxBackend):
             raise BackendUnavailableError(f"Docker image {tag} is missing; build it with env_images/os/build.") from e
         except docker.errors.DockerException as e:
             raise InfraError(f"Could not start a container of {tag}: {e}") from e
-
-    def close(self) -> None:
-        """Stop refilling and remove every pooled container."""
-        self._closed = True
-        for thread in list(self._refills):
-            thread.join(timeout=30)
-        with self._lock:
-            pools, self._pools = self._pools, {}
-        for pool in pools.values():
-            for container in pool:
-                with contextlib.suppress(Exception):
-                    container.remove(force=True)

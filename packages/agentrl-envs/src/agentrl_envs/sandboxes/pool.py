@@ -1,12 +1,17 @@
-"""A pool of started sandboxes per image in front of any backend: warm size, maximum, reuse limit, health checks.
+"""A pool of started sandboxes per image in front of any backend: warm size, maximum, health checks.
 
 :class:`SandboxPool` is itself a :class:`SandboxBackend`, so an env takes it where it takes a backend. Per
-image it keeps ``warm`` started sandboxes idle (refilled in the background after each lease), never holds
-more than ``maximum`` at once (idle, leased and starting together; a lease beyond that waits for a release),
-checks an idle sandbox's health before leasing it (its shell alive and an independent ``true`` exiting 0;
-an unhealthy one is closed and the next one, or a fresh one, is taken), and leases each sandbox at most
-``reuse`` times (1, the default: every episode starts on a fresh system). :meth:`SandboxPool.close` stops
-the refills and closes every sandbox, idle or leased, then the backend.
+image it keeps ``warm`` started sandboxes idle, their shells ready (refilled in the background after each
+lease), never holds more than ``maximum`` at once (idle, leased, starting and closing together; a lease
+beyond that waits), and checks an idle sandbox's health before leasing it (its shell alive and, optionally,
+an independent ``true`` exiting 0; an unhealthy one is closed and the next one, or a fresh one, is taken).
+
+A sandbox is leased once: when its episode gives it back it is closed, never handed to another episode,
+so every episode starts on a system nobody has touched (a reset-and-reuse would have to prove the system
+clean again, which the containment tests could not re-check for whatever an agent did). The closing
+happens on a background thread, so giving a sandbox back costs the episode nothing (a Docker container
+takes a hundred milliseconds or more to remove). :meth:`SandboxPool.close` stops the refills and closes
+every sandbox, idle, leased or waiting to be closed, then the backend.
 """
 
 from __future__ import annotations
@@ -36,9 +41,11 @@ class PoolSettings:
     warm: int = 2
     """Started sandboxes kept idle per image, ready to lease."""
     maximum: int = 16
-    """Most sandboxes per image at once (idle, leased and starting); a lease beyond it waits."""
-    reuse: int = 1
-    """Leases per sandbox; 1 never hands a used sandbox to another episode (episodes must start clean)."""
+    """Most sandboxes per image at once (idle, leased, starting and closing); a lease beyond it waits."""
+    fillers: int = 2
+    """Sandboxes started at once in the background (threads for the pool's life): one start at a time falls
+    behind when episodes end faster than a sandbox starts (a Docker start takes half a second on a busy
+    machine), and the engine and the kernel do part of a start while the other waits."""
     exec_check: bool = False
     """Also run ``true`` as an independent process in the sandbox before leasing it (about 70 ms on bwrap,
     as long as a cold bwrap start; the default checks that the shell process runs and is not a zombie)."""
@@ -49,8 +56,8 @@ class PoolSettings:
 
     def __post_init__(self) -> None:
         """Reject settings that cannot work."""
-        if not 0 <= self.warm <= self.maximum or self.reuse < 1 or self.maximum < 1:
-            raise ValueError(f"Sandbox pool settings need 0 <= warm <= maximum, maximum >= 1, reuse >= 1: {self}")
+        if not 0 <= self.warm <= self.maximum or self.maximum < 1 or self.fillers < 1:
+            raise ValueError(f"Sandbox pool settings need 0 <= warm <= maximum, maximum >= 1, fillers >= 1: {self}")
         if self.health_timeout_s <= 0 or self.lease_timeout_s <= 0:
             raise ValueError(f"Sandbox pool timeouts must be positive: {self}")
 
@@ -62,6 +69,8 @@ class PoolStats:
     idle: int = 0
     leased: int = 0
     starting: int = 0
+    closing: int = 0
+    """Given back (or unhealthy) and waiting for, or in, their background close."""
     created: int = 0
     leases: int = 0
     unhealthy: int = 0
@@ -74,19 +83,19 @@ class _Image:
     leased: set[int] = field(default_factory=set)
     live: dict[int, Sandbox] = field(default_factory=dict)
     """Every sandbox of the image the pool has not closed yet, by ``id()``."""
-    uses: dict[int, int] = field(default_factory=dict)
     starting: int = 0
+    closing: int = 0
     failed_at: float = 0.0
     """When the filler last failed to start a sandbox of the image (it waits ``_RETRY_S`` before trying again)."""
     stats: PoolStats = field(default_factory=PoolStats)
 
     @property
     def total(self) -> int:
-        return len(self.idle) + len(self.leased) + self.starting
+        return len(self.idle) + len(self.leased) + self.starting + self.closing
 
 
 class PooledSandbox(Sandbox):
-    """A leased sandbox; :meth:`close` gives it back to the pool (which closes it unless it may be reused)."""
+    """A leased sandbox; :meth:`close` gives it back to the pool, which closes it in the background."""
 
     def __init__(self, pool: SandboxPool, inner: Sandbox) -> None:
         """Wrap ``inner``, leased from ``pool``."""
@@ -119,7 +128,7 @@ class PooledSandbox(Sandbox):
         return self.inner.alive
 
     def close(self) -> None:
-        """Give the sandbox back (idempotent)."""
+        """Give the sandbox back to be closed (idempotent; returns at once, the pool closes it)."""
         if not self._returned:
             self._returned = True
             self.pool._release(self.inner)
@@ -135,7 +144,10 @@ class SandboxPool(SandboxBackend):
         self.name = backend.name
         self._images: dict[str, _Image] = {}
         self._cond = threading.Condition()
-        self._filler_thread: threading.Thread | None = None
+        self._filler_threads: list[threading.Thread] = []
+        self._doomed: deque[Sandbox] = deque()
+        """Sandboxes given back or found unhealthy, for the closer thread."""
+        self._closer_thread: threading.Thread | None = None
         self._closed = False
 
     # ----------------------------------------------------------------- leasing
@@ -155,9 +167,7 @@ class SandboxPool(SandboxBackend):
                 self._discard(image, box, unhealthy=True)
                 continue
             with self._cond:
-                state = self._images[image]
-                state.uses[id(box)] = state.uses.get(id(box), 0) + 1
-                state.stats.leases += 1
+                self._images[image].stats.leases += 1
             self._fill(image)
             return PooledSandbox(self, box)
 
@@ -222,32 +232,61 @@ class SandboxPool(SandboxBackend):
             return False
 
     def _release(self, box: Sandbox) -> None:
-        keep = False
+        """Take a given-back sandbox out of the leased ones and have it closed in the background."""
         with self._cond:
             state = self._images.get(box.image)
-            if state is not None and id(box) in state.leased:
-                state.leased.discard(id(box))
-                keep = not self._closed and state.uses.get(id(box), 0) < self.settings.reuse and box.alive
-                if keep:
-                    state.idle.append(box)
-                else:
-                    state.live.pop(id(box), None)
-                    state.uses.pop(id(box), None)
-            self._cond.notify_all()
-        if not keep:
-            box.close()
-            self._fill(box.image)
+            if state is None or id(box) not in state.leased:
+                return
+            state.leased.discard(id(box))
+        self._doom(box.image, box)
 
     def _discard(self, image: str, box: Sandbox, *, unhealthy: bool) -> None:
+        """Drop a reserved sandbox that failed its health check; it is closed in the background."""
         with self._cond:
             state = self._images[image]
             state.leased.discard(id(box))
-            state.live.pop(id(box), None)
-            state.uses.pop(id(box), None)
             state.stats.unhealthy += int(unhealthy)
+        self._doom(image, box)
+
+    def _doom(self, image: str, box: Sandbox) -> None:
+        """Queue ``box`` (already out of idle and leased) for the closer thread, started on first use."""
+        with self._cond:
+            state = self._images[image]
+            if self._closed:  # the closer may have finished already: close here
+                state.live.pop(id(box), None)
+            else:
+                state.closing += 1
+                self._doomed.append(box)
+            closed = self._closed
+            if not closed and self._closer_thread is None:
+                # Closing kills processes spawned by the process-lifetime thread (see agentrl_envs.core.processes);
+                # any thread may do that, so one thread for the pool's lifetime does it off the episode's path.
+                self._closer_thread = threading.Thread(target=self._closer, name="sandbox-pool-closer", daemon=True)
+                self._closer_thread.start()
             self._cond.notify_all()
-        with contextlib.suppress(Exception):
-            box.close()
+        if closed:
+            with contextlib.suppress(Exception):
+                box.close()
+
+    def _closer(self) -> None:
+        while True:
+            with self._cond:
+                while not self._doomed and not self._closed:
+                    self._cond.wait()
+                if not self._doomed:
+                    return  # closed, and everything given back is closed
+                box = self._doomed.popleft()
+            try:
+                box.close()
+            except Exception:  # a sandbox that fails to close leaves leftovers for the sweep; keep closing others
+                logger.exception("sandbox pool: closing a %s sandbox failed", box.image)
+            finally:
+                with self._cond:
+                    state = self._images[box.image]
+                    state.live.pop(id(box), None)
+                    state.closing -= 1
+                    self._cond.notify_all()  # a lease waiting at the maximum may go on
+            self._fill(box.image)
 
     # ----------------------------------------------------------------- warming
 
@@ -259,16 +298,20 @@ class SandboxPool(SandboxBackend):
             self._fill(image)
 
     def _fill(self, image: str) -> None:
-        """Wake the filler thread (started on first use) to top the image's idle sandboxes up to ``warm``."""
+        """Wake the filler threads (started on first use) to top the image's idle sandboxes up to ``warm``."""
         with self._cond:
             self._images.setdefault(image, _Image())
             if self._closed or self.settings.warm == 0:
                 return
-            if self._filler_thread is None:
-                # One thread for the pool's lifetime, woken after each lease (sandboxes die with this process,
+            if not self._filler_threads:
+                # Threads for the pool's lifetime, woken after each lease (sandboxes die with this process,
                 # not with the thread that started them: see agentrl_envs.core.processes).
-                self._filler_thread = threading.Thread(target=self._filler, name="sandbox-pool-filler", daemon=True)
-                self._filler_thread.start()
+                self._filler_threads = [
+                    threading.Thread(target=self._filler, name=f"sandbox-pool-filler-{i}", daemon=True)
+                    for i in range(self.settings.fillers)
+                ]
+                for thread in self._filler_threads:
+                    thread.start()
             self._cond.notify_all()
 
     def _wanted(self) -> str | None:
@@ -310,6 +353,7 @@ class SandboxPool(SandboxBackend):
                     idle=len(s.idle),
                     leased=len(s.leased),
                     starting=s.starting,
+                    closing=s.closing,
                     created=s.stats.created,
                     leases=s.stats.leases,
                     unhealthy=s.stats.unhealthy,
@@ -318,20 +362,19 @@ class SandboxPool(SandboxBackend):
             }
 
     def close(self) -> None:
-        """Stop refilling and close every sandbox of the pool, idle or leased, then the backend."""
+        """Stop refilling and close every sandbox of the pool, idle, leased or given back, then the backend."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-            filler = self._filler_thread
-        if filler is not None:
-            filler.join(timeout=60)
+            threads = [*self._filler_threads, *([self._closer_thread] if self._closer_thread else [])]
+        for thread in threads:
+            thread.join(timeout=60)  # the closer returns once everything given back is closed
         with self._cond:
             boxes = [box for state in self._images.values() for box in state.live.values()]
             for state in self._images.values():
                 state.idle.clear()
                 state.leased.clear()
                 state.live.clear()
-                state.uses.clear()
         for box in boxes:
             with contextlib.suppress(Exception):
                 box.close()

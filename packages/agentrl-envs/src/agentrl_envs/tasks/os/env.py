@@ -1,7 +1,9 @@
 """``AgentBench/OS-v0``: AgentBench-FC's OS interaction task on a real Linux sandbox.
 
-Each episode gets a fresh sandbox of the sample's image. Its ``init`` scripts run as independent processes,
-then its ``start`` script is typed into the episode's persistent interactive login shell, and the agent
+Each episode gets a fresh sandbox of the sample's image, leased from a warm pool (started and its shell
+ready; see :mod:`agentrl_envs.sandboxes.pool`) and closed in the background when the episode ends. Its
+``init`` scripts run as independent processes, then its ``start`` script is typed into the episode's
+persistent interactive login shell, and the agent
 works through three tools: ``bash_action`` (run a script in that shell; the output is cleaned of terminal
 escapes and truncated as upstream), ``answer_action`` and ``finish_action`` (both end the episode and
 commit their argument, which is graded). Only the first tool call of a message is executed, as upstream.
@@ -53,7 +55,9 @@ class OSEnv(ToolEnv):
         Args:
             backend: ``"bwrap"`` (default), ``"docker"``, or a :class:`SandboxBackend` to share (e.g. a pool).
             limits: Sandbox limits; upstream's (1 GiB, 2 CPUs, 30 s per command) by default.
-            backend_options: Options of the named backend (``docker``: ``pool_size``).
+            backend_options: Options of the named backend: ``pool_size``, the started sandboxes kept ready per
+                image (default 2; each serves one episode and is closed in the background; 0: one started per
+                reset).
             train_file: A JSON list of problems that replaces the ``train`` split's (e.g. from
                 ``agentrl-envs synth``).
             **kwargs: :class:`ToolEnv` options (``split``, ``mode``, ``data_root``, ``max_rounds``...).
