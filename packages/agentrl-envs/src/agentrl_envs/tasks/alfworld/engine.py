@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
@@ -26,6 +27,10 @@ __all__ = ["EngineState", "GameEngine", "alfworld_modules", "require_extra"]
 INSTALL_HINT = "The ALFWorld task needs its extra: pip install 'agentrl-envs[alfworld]'."
 _EXTRA_MODULES = ("alfworld", "textworld", "nltk")
 """The top-level modules of the ``alfworld`` extra's packages."""
+
+_TEXTWORLD = threading.RLock()
+"""Held around every call into TextWorld: its grammar parser keeps process-wide state, and engines used from
+several threads at once (an eval with concurrency, a thread pool) failed their resets with parse errors."""
 
 
 def require_extra() -> None:
@@ -87,7 +92,8 @@ class EngineState:
 class GameEngine:
     """One TextWorld PDDL environment wrapped as upstream wraps it; plays one game after another.
 
-    Not thread-safe: use one engine per thread or worker process.
+    Engines of one process take turns (one lock for all, see ``_TEXTWORLD``): any thread may use one, but threads
+    gain no parallelism; for games in parallel use engine processes (the env's default).
     """
 
     def __init__(self, *, planner: bool = False) -> None:
@@ -100,20 +106,23 @@ class GameEngine:
         mods = alfworld_modules()
         extras = ["walkthrough"] if planner else []
         infos = mods.textworld.EnvInfos(won=True, admissible_commands=True, extras=extras)
-        self._pddl = mods.pddl_env(infos)
+        with _TEXTWORLD:
+            self._pddl = mods.pddl_env(infos)
         self._env = mods.infos(mods.demangler(self._pddl, shuffle=False))
         self._walkthrough: list[str] = []
 
     def reset(self, game: dict[str, Any]) -> EngineState:
         """Load a game (a ``game.tw-pddl`` dict: ``pddl_domain``, ``pddl_problem``, ``grammar``) and start it."""
-        self._env.load(game)
-        state = self._env.reset()
+        with _TEXTWORLD:
+            self._env.load(game)
+            state = self._env.reset()
         self._walkthrough = list(state.get("extra.walkthrough") or [])
         return _engine_state(state)
 
     def step(self, command: str) -> EngineState:
         """Apply one command; anything that is not admissible yields ``Nothing happens.``."""
-        state, _, _ = self._env.step(command)
+        with _TEXTWORLD:
+            state, _, _ = self._env.step(command)
         return _engine_state(state)
 
     @property
@@ -127,12 +136,17 @@ class GameEngine:
         return {key: info.name for key, info in self._pddl._entity_infos.items()}
 
     def close(self) -> None:
-        """Release fast-downward's library copy."""
+        """Free fast-downward's planning task; its library copy stays loaded.
+
+        Unloading copies (fast-downward's ``close_lib``) is what crashed: after a dozen engines were closed in
+        one process, the next engine's library load died with SIGSEGV (an eval with concurrency 16, then game
+        generation). A copy left loaded costs its mapped pages only; long runs use engine processes, which are
+        recycled.
+        """
         lib = getattr(self._pddl, "downward_lib", None)
         if lib is not None:
-            import fast_downward
-
-            fast_downward.close_lib(lib)
+            with _TEXTWORLD:
+                lib.cleanup()
             self._pddl.downward_lib = None
 
 
