@@ -140,6 +140,8 @@ class OSEnv(ToolEnv):
                 json.loads(arguments)
             except json.JSONDecodeError as e:
                 return str(e)
+            except (ValueError, RecursionError):  # a bound json.loads enforces by crashing: the detail says which
+                pass
         return detail
 
     def _bash(self, script: str) -> str:
