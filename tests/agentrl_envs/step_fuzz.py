@@ -129,15 +129,26 @@ def _dumps(value: Any) -> str:
         return str(value)[:200]
 
 
-def raw_arguments(parameters: list[str]) -> st.SearchStrategy[Any]:
+def _value(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Values of a parameter's declared type (strings and arrays of strings in every AgentBench tool)."""
+    if schema.get("type") == "array":
+        return st.lists(_value(schema.get("items", {})), max_size=3)
+    return TEXT
+
+
+def raw_arguments(parameters: dict[str, dict[str, Any]]) -> st.SearchStrategy[Any]:
     """``function.arguments`` as a model could write them, or as a caller could pass them (not a string)."""
-    valid = st.fixed_dictionaries({p: TEXT for p in parameters}, optional={p + "_x": JSON for p in parameters[:1]})
-    typed = st.dictionaries(st.sampled_from([*parameters, "x"]) | TEXT, JSON, max_size=3)
+    names = list(parameters) or ["x"]
+    valid = st.fixed_dictionaries({p: _value(schema) for p, schema in parameters.items()})
+    extra = st.fixed_dictionaries({p: _value(schema) for p, schema in parameters.items()}, optional={"extra": JSON})
+    typed = st.dictionaries(st.sampled_from([*names, "x"]) | TEXT, JSON, max_size=3)
     deep = st.builds(_deep, st.integers(0, 120_000), st.sampled_from(["array", "object"]))
-    digits = st.integers(1, 100_000).map(lambda n: '{"' + (parameters or ["x"])[0] + '": ' + "7" * n + "}")
+    digits = st.integers(1, 100_000).map(lambda n: '{"' + names[0] + '": ' + "7" * n + "}")
     return st.one_of(
         valid.map(_dumps),
         valid.map(_dumps),
+        valid.map(_dumps),
+        extra.map(_dumps),
         typed.map(_dumps),
         JSON.map(_dumps),
         deep,
@@ -149,24 +160,25 @@ def raw_arguments(parameters: list[str]) -> st.SearchStrategy[Any]:
     )
 
 
-def tool_calls(tools: dict[str, list[str]]) -> st.SearchStrategy[Any]:
+def tool_calls(tools: dict[str, dict[str, dict[str, Any]]]) -> st.SearchStrategy[Any]:
     """Tool calls to the task's tools (or unknown ones), well or badly formed, duplicated ids included."""
     names = list(tools)
 
     def call(name: str) -> st.SearchStrategy[Any]:
         function = st.fixed_dictionaries(
-            {"name": st.just(name) | TEXT | JSON}, optional={"arguments": raw_arguments(tools.get(name, ["x"]))}
+            {"name": st.one_of(st.just(name), st.just(name), st.just(name), TEXT, JSON)},
+            optional={"arguments": raw_arguments(tools.get(name, {"x": {"type": "string"}}))},
         )
         return st.fixed_dictionaries(
             {"function": function},
             optional={"id": st.sampled_from(["c1", "c1", "c2", ""]) | JSON, "type": st.just("function") | JSON},
         )
 
-    one = st.sampled_from([*names, "no_such_tool", ""]).flatmap(call)
+    one = st.sampled_from([*names, *names, "no_such_tool", ""]).flatmap(call)
     return st.lists(one, max_size=3) | one | JSON
 
 
-def actions(tools: dict[str, list[str]]) -> st.SearchStrategy[Any]:
+def actions(tools: dict[str, dict[str, dict[str, Any]]]) -> st.SearchStrategy[Any]:
     """Assistant messages: dicts (some with wrong types in every field), their JSON strings and plain text."""
     message = st.fixed_dictionaries(
         {},
@@ -187,9 +199,9 @@ def actions(tools: dict[str, list[str]]) -> st.SearchStrategy[Any]:
     )
 
 
-def tool_parameters(env: Any) -> dict[str, list[str]]:
-    """Each tool's parameter names, from the env's own schemas."""
-    return {t["function"]["name"]: list(t["function"].get("parameters", {}).get("properties", {})) for t in env.tools}
+def tool_parameters(tools: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each tool's parameter schemas by name, from OpenAI tool schemas (an env's ``tools``)."""
+    return {t["function"]["name"]: dict(t["function"].get("parameters", {}).get("properties", {})) for t in tools}
 
 
 # ----------------------------------------------------------------- the property

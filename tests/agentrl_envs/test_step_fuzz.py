@@ -36,7 +36,7 @@ ISSUE_ARGUMENTS = ["[" * 50_000 + "]" * 50_000, '{"q": ' + "1" * 100_000 + "}"]
 
 
 @pytest.fixture(scope="module", params=[v.param for v in VARIANTS])
-def fuzzed_env(request: pytest.FixtureRequest) -> Iterator[tuple[Variant, Any, dict[str, list[str]]]]:
+def fuzzed_env(request: pytest.FixtureRequest) -> Iterator[tuple[Variant, Any, dict[str, dict[str, Any]]]]:
     variant: Variant = request.param
     if variant.backend == "mariadb":
         request.getfixturevalue("mariadb_server")
@@ -45,7 +45,7 @@ def fuzzed_env(request: pytest.FixtureRequest) -> Iterator[tuple[Variant, Any, d
     env = make_env(variant, max_rounds=10_000)
     try:
         env.reset(options={"index": 0})
-        yield variant, env, tool_parameters(env)
+        yield variant, env, tool_parameters(env.tools)
     finally:
         env.close()
 
