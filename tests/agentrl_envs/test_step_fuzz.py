@@ -23,7 +23,8 @@ from tests.agentrl_envs.tasks.db.conftest import mariadb_server  # noqa: F401 - 
 
 from .step_fuzz import VARIANTS, Variant, actions, check_step, make_env, tool_parameters
 
-MAX_EXAMPLES = int(os.environ.get("AGENTRL_STEP_FUZZ_EXAMPLES", "40"))
+MAX_EXAMPLES = int(os.environ.get("AGENTRL_STEP_FUZZ_EXAMPLES", "50"))
+"""Examples per variant in CI; `bench/step_fuzz.py` runs a longer budget."""
 
 
 def _call(name: str, arguments: Any) -> dict[str, Any]:
