@@ -106,6 +106,10 @@ HOSTILE_TEXT = st.sampled_from(
         "🙂",
         "x" * 100_000,
         "[" * 10_000,
+        "exit",  # the OS shell: model output that ends it is the agent's failure, not infra
+        "\x04",
+        "kill -9 $$",
+        "KILL CONNECTION_ID()",  # MariaDB: the agent ending its own connection
     ]
 )
 TEXT = st.text(max_size=40) | st.text(st.characters(categories=["Cs", "Cc", "Lo"]), max_size=20)
