@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.agentrl_envs.sandboxes.conftest import docker_engine  # noqa: F401 - fixture
-from tests.agentrl_envs.tasks.db.conftest import mariadb_server  # noqa: F401 - fixture
 
 from .step_fuzz import VARIANTS, Variant, actions, check_step, make_env, tool_parameters
 
@@ -39,8 +38,6 @@ ISSUE_ARGUMENTS = ["[" * 50_000 + "]" * 50_000, '{"q": ' + "1" * 100_000 + "}"]
 @pytest.fixture(scope="module", params=[v.param for v in VARIANTS])
 def fuzzed_env(request: pytest.FixtureRequest) -> Iterator[tuple[Variant, Any, dict[str, dict[str, Any]]]]:
     variant: Variant = request.param
-    if variant.backend == "mariadb":
-        request.getfixturevalue("mariadb_server")
     if variant.backend == "docker":
         request.getfixturevalue("docker_engine")
     env = make_env(variant, max_rounds=10_000)
