@@ -173,3 +173,65 @@ def test_render_ansi_shows_transcript() -> None:
     env.step(call("echo", text="hi"))
     text = env.render()
     assert "[system] Find the number." in text and "-> echo" in text
+
+
+TOO_DEEP = "nest arrays/objects more than 64 levels deep (at most 64 are allowed)"
+TOO_LONG = "hold a number of 100000 characters (at most 1000 are allowed)"
+HOSTILE_ARGUMENTS = {
+    "100 KB of nested brackets": ("[" * 50_000 + "]" * 50_000, TOO_DEEP),
+    "nested brackets in an object": ('{"text": ' + "[" * 50_000 + "]" * 50_000 + "}", TOO_DEEP),
+    "a 100,000-digit number": ('{"value": ' + "7" * 100_000 + "}", TOO_LONG),
+    "a 100,000-digit fraction": ('{"value": 0.' + "7" * 99_998 + "}", TOO_LONG),
+}
+"""Tool-call arguments that used to escape the parser and end the episode as ``task error`` (issue 16)."""
+
+
+@pytest.mark.parametrize(("arguments", "expected"), HOSTILE_ARGUMENTS.values(), ids=HOSTILE_ARGUMENTS.keys())
+def test_hostile_arguments_are_the_agents_error_not_an_infra_error(arguments: str, expected: str) -> None:
+    env = ToyEnv()
+    env.reset(options={"index": 0})
+    action = call("answer")
+    action["tool_calls"][0]["function"]["arguments"] = arguments
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert (info["status"], info["infra_error"], terminated, truncated) == ("running", False, False, False)
+    assert obs[0]["content"] == f"Arguments of 'answer' {expected}."
+
+
+@pytest.mark.parametrize(("arguments", "expected"), HOSTILE_ARGUMENTS.values(), ids=HOSTILE_ARGUMENTS.keys())
+def test_hostile_arguments_in_text_mode(arguments: str, expected: str) -> None:
+    env = ToyEnv(mode="text")
+    env.reset(options={"index": 0})
+    obs, reward, terminated, truncated, info = env.step(f"Action: answer\n{arguments}")
+    assert (info["status"], info["infra_error"], terminated, truncated) == ("running", False, False, False)
+    assert obs[0]["content"] in (
+        f"Arguments of 'answer' {expected}.",
+        "Invalid arguments for 'answer': 'value' is a required property.",
+    )
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        json.dumps({"role": "assistant", "content": "x"})[:-1] + ', "pad": ' + "[" * 50_000 + "]" * 50_000 + "}",
+        '{"role": "assistant", "content": ' + "9" * 100_000 + "}",
+        {"role": "assistant", "content": 10**5000},
+        {"role": "assistant", "content": [{"type": "text", "text": 10**5000}]},
+        {"role": "assistant", "tool_calls": [{"function": {"name": "echo", "arguments": {"text": 10**5000}}}]},
+        {"role": "assistant", "tool_calls": [{"function": {"name": 10**5000, "arguments": {1, 2}}}]},
+        {"role": "assistant", 7: "a non-string key", "content": "x"},
+    ],
+    ids=[
+        "deep JSON message",
+        "long number in JSON message",
+        "huge int content",
+        "huge int part",
+        "huge int arg",
+        "odd name and set",
+        "non-string key",
+    ],
+)
+def test_hostile_messages_never_raise(action: object) -> None:
+    env = ToyEnv()
+    env.reset(options={"index": 0})
+    obs, _, _, _, info = env.step(action)
+    assert obs and info["status"] == "running" and info["infra_error"] is False

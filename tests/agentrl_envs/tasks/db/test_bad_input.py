@@ -151,3 +151,32 @@ def test_mariadb_episode_cannot_reach_other_databases(env: DBEnv) -> None:
     assert first_reply(env, sql("SELECT COUNT(*) FROM mysql.user")).startswith("1142 (42000): ")
     databases = first_reply(env, sql("SHOW DATABASES"))
     assert "mysql" not in databases.replace("information_schema", "")
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize("backend", ["mariadb"], indirect=True)
+def test_mariadb_agent_killing_its_own_connection_is_not_an_infra_error(env: DBEnv) -> None:
+    """``KILL CONNECTION_ID()`` is model output: the next statement says the connection was lost, then works."""
+    assert first_reply(env, sql("KILL CONNECTION_ID()")).startswith("1927 (HY000): ")
+    assert first_reply(env, sql("SELECT 6")).startswith("2006 (HY000): MySQL server has gone away")
+    assert first_reply(env, sql("SELECT 7")) == "[(7,)]"
+    start = time.monotonic()
+    assert first_reply(env, sql("SELECT SLEEP(100)")) == TIMEOUT_MESSAGE  # the new connection keeps the limits
+    assert time.monotonic() - start < 5
+    _, reward, terminated, _, info = env.step(commit(["Women +60kg Bronze"]))
+    assert terminated and info["infra_error"] is False
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize("backend", ["mariadb"], indirect=True)
+def test_mariadb_unreachable_after_a_lost_connection_is_an_infra_error(env: DBEnv, monkeypatch) -> None:
+    from agentrl_envs.core.errors import InfraError
+
+    def refuse(slot: object) -> None:
+        raise InfraError("Cannot connect to MariaDB (test): the server is down")
+
+    first_reply(env, sql("KILL CONNECTION_ID()"))
+    monkeypatch.setattr(env.backend, "connect_as", refuse)
+    _, _, _, truncated, info = env.step(sql("SELECT 1"))
+    assert truncated and info["status"] == "task error" and info["infra_error"] is True
+    assert "reconnecting failed too" in info["error"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from typing import Any
 
 import pytest
@@ -111,6 +112,11 @@ def test_killed_shell_is_an_infra_error(backend: SandboxBackend) -> None:
     try:
         env.reset(options={"index": 0})
         os.kill(env.sandbox.shell_pid, signal.SIGKILL)
+        # a shell already gone when the agent's script is sent is the sandbox's fault; one that ends while the
+        # script runs is the script's (below), so wait until the kill has landed
+        deadline = time.monotonic() + 10
+        while env.sandbox.alive and time.monotonic() < deadline:
+            time.sleep(0.05)
         _, reward, _, truncated, info = env.step(call("bash_action", script="echo hi"))
         assert truncated and reward == 0.0
         assert info["status"] == "task error" and info["infra_error"] is True
@@ -133,6 +139,27 @@ def test_episodes_lease_warm_sandboxes_and_never_share_one(env: OSEnv) -> None:
     assert env.sample is not None
     stats = env.sandboxes.stats()[env.sample.image]
     assert stats.leases == 4 and stats.leased == 1
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["exit", "exit 3", "\x04", "exec true", "kill -9 $$", "trap '' INT; while :; do :; done"],
+    ids=["exit", "exit 3", "ctrl-d", "exec", "kill -9 $$", "uninterruptible builtin loop"],
+)
+def test_a_script_that_ends_the_shell_is_the_agents_failure(backend: SandboxBackend, script: str) -> None:
+    """Model output that ends (or wedges) the shell used to be an infra error: a way to escape every penalty."""
+    env = OSEnv(split="test", backend=backend)
+    try:
+        env.reset(options={"index": 0})
+        out, reward, terminated, truncated, info = env.step(call("bash_action", script=script))
+        assert (reward, terminated, truncated) == (0.0, True, False)
+        assert info["status"] == "agent invalid action" and info["infra_error"] is False
+        assert out[0]["role"] == "tool" and out[0]["content"].startswith("The shell exited or stopped answering")
+        env.reset(options={"index": 0})  # the next episode has a fresh shell
+        out, _, _, _, info = env.step(call("bash_action", script="echo fresh"))
+        assert out and out[0]["content"] == "The output of the OS:\n\nfresh\n", info
+    finally:
+        env.close()
 
 
 def test_check_env(bwrap_backend: SandboxBackend) -> None:

@@ -10,7 +10,6 @@ fields, text mode, async twins, and the rule that an infrastructure fault ends t
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import threading
@@ -22,6 +21,7 @@ from typing import Any, ClassVar, Literal
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
+from agentrl_envs.core.bounded_json import BoundedJSONError, raw_decode_bounded
 from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import EnvError, InfraError
 from agentrl_envs.core.messages import AssistantMessage, FunctionCall, Message, ToolCall, parse_action
@@ -352,7 +352,6 @@ def parse_text_tool_calls(text: str) -> list[ToolCall]:
     are the first JSON object after it (``{}`` if none). Text without ``Action:`` lines has no calls.
     """
     calls = []
-    decoder = json.JSONDecoder()
     matches = list(_TEXT_ACTION.finditer(text))
     for number, match in enumerate(matches):
         end = matches[number + 1].start() if number + 1 < len(matches) else len(text)
@@ -361,9 +360,9 @@ def parse_text_tool_calls(text: str) -> list[ToolCall]:
         arguments = "{}"
         if start >= 0:
             try:
-                _, length = decoder.raw_decode(body[start:])
+                _, length = raw_decode_bounded(body[start:])
                 arguments = body[start : start + length]
-            except json.JSONDecodeError:
+            except BoundedJSONError:  # the tool check parses the raw text again and says what is wrong
                 arguments = body[start:].strip()
         calls.append(ToolCall(id=f"text_{number}", function=FunctionCall(name=match.group(1), arguments=arguments)))
     return calls

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentrl_envs.core.bounded_json import BoundedJSONError, loads_bounded, safe_text
+
 __all__ = [
     "AssistantMessage",
     "FunctionCall",
@@ -114,8 +116,8 @@ def _parse_json_message(text: str) -> AssistantMessage:
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError:
+            data = loads_bounded(stripped)
+        except BoundedJSONError:  # not a message after all (or a hostile one): the text is the content
             data = None
         if isinstance(data, dict) and ("tool_calls" in data or "content" in data or "role" in data):
             return _message_from_dict(data)
@@ -129,16 +131,17 @@ def _message_from_dict(data: dict[str, Any]) -> AssistantMessage:
     raw_calls = data.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raw_calls = [raw_calls]
-    extra = {k: v for k, v in data.items() if k not in ("role", "content", "tool_calls")}
+    # extra fields pass through (e.g. ``reasoning_content``); keys must be strings to be keyword arguments
+    extra = {k: v for k, v in data.items() if isinstance(k, str) and k not in ("role", "content", "tool_calls")}
     return AssistantMessage(content=content, tool_calls=[_coerce_tool_call(c) for c in raw_calls], **extra)
 
 
 def _content_to_text(content: Any) -> str:
     """Join OpenAI content parts (``[{"type": "text", "text": ...}]``) into one string."""
     if isinstance(content, list):
-        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content]
-        return "".join(str(p) for p in parts)
-    return str(content)
+        parts = [p.get("text", "") if isinstance(p, dict) else p for p in content]
+        return "".join(safe_text(p) for p in parts)
+    return safe_text(content)
 
 
 def _coerce_tool_call(raw: Any) -> ToolCall:
@@ -153,10 +156,7 @@ def _coerce_tool_call(raw: Any) -> ToolCall:
     name = function.get("name")
     arguments = function.get("arguments", "{}")
     if not isinstance(arguments, str):
-        try:
-            arguments = json.dumps(arguments)
-        except (TypeError, ValueError):
-            arguments = str(arguments)
+        arguments = _arguments_to_json(arguments)
     call_id = raw.get("id")
     try:
         return ToolCall(
@@ -165,3 +165,11 @@ def _coerce_tool_call(raw: Any) -> ToolCall:
         )
     except ValidationError:  # defensive: the fields above are already coerced to str
         return ToolCall(function=FunctionCall(name="", arguments=arguments))
+
+
+def _arguments_to_json(arguments: Any) -> str:
+    """Serialise arguments given as an object; what cannot be JSON stays text, which the tool check refuses."""
+    try:
+        return json.dumps(arguments)
+    except (TypeError, ValueError, RecursionError):  # a set, a 5000-digit int, a cycle, nesting past the stack
+        return safe_text(arguments)

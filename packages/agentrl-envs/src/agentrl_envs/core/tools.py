@@ -1,14 +1,13 @@
 """Tool schemas and the checking of tool calls against them.
 
 Each task declares its OpenAI tool schemas; :class:`ToolBox` checks a call's name, parses its JSON arguments
-and validates them with jsonschema against the task's own schema. A call that fails becomes a
-:class:`CheckedCall` with an ``error`` that the task words into a tool message; nothing here raises on
-model output.
+(within the bounds of :mod:`agentrl_envs.core.bounded_json`) and validates them with jsonschema against the
+task's own schema. A call that fails becomes a :class:`CheckedCall` with an ``error`` that the task words into
+a tool message; nothing here raises on model output.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import best_match
 
+from agentrl_envs.core.bounded_json import BoundedJSONError, loads_bounded
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.messages import ToolCall
 
@@ -97,13 +97,13 @@ class ToolBox:
         """Check one tool call: known name, JSON-object arguments, schema-valid arguments."""
         name = call.function.name
         if name not in self._validators:
-            detail = f"Unknown tool {name!r}; available tools: {', '.join(self.names)}."
+            detail = f"Unknown tool {_clip(name, 100)!r}; available tools: {', '.join(self.names)}."
             return CheckedCall(call.id, name, {}, ToolCallError.UNKNOWN_TOOL, detail)
         raw = call.function.arguments.strip() or "{}"
         try:
-            arguments = json.loads(raw)
-        except json.JSONDecodeError as e:
-            detail = f"Arguments of {name!r} are not valid JSON ({e.msg} at position {e.pos})."
+            arguments = loads_bounded(raw)
+        except BoundedJSONError as e:  # syntax, nesting or number length: all the model's to fix
+            detail = f"Arguments of {name!r} {e.predicate}."
             return CheckedCall(call.id, name, {}, ToolCallError.MALFORMED_ARGUMENTS, detail)
         if not isinstance(arguments, dict):
             detail = f"Arguments of {name!r} must be a JSON object, got {type(arguments).__name__}."

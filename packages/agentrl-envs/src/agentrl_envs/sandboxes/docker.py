@@ -137,9 +137,22 @@ class DockerSandbox(Sandbox):
         """Whether the shell process is still running."""
         return self._driver is not None and self._shell_pid > 0 and Path(f"/proc/{self._shell_pid}").exists()
 
+    def _shell_running(self) -> bool:
+        """Whether the shell runs, asking the engine when ``/proc`` does not show it.
+
+        A shell already gone when a script is sent is the sandbox's fault, one that ends while it runs is the
+        script's (a :class:`~agentrl_envs.sandboxes.shell.ShellLostError`), so this check must not miss a running shell.
+        """
+        if self.alive:
+            return True
+        try:
+            return bool(self.client.api.exec_inspect(self._exec_id).get("Running"))
+        except Exception:  # the engine cannot say: take the shell as gone
+            return False
+
     def run_shell(self, script: str) -> ShellResult:
         """Run ``script`` in the shell; limits that were hit are reported in ``notes``."""
-        if self._driver is None:
+        if self._driver is None or not self._shell_running():
             raise InfraError(f"docker sandbox {self.container.short_id}: the shell is not running.")
         before = self._counters()
         try:
@@ -147,7 +160,7 @@ class DockerSandbox(Sandbox):
                 script, timeout=self.limits.command_timeout_s, hard_stop=self._hard_stop
             )
         except InfraError as e:
-            raise InfraError(f"{e} {self._post_mortem()}") from e
+            raise type(e)(f"{e} {self._post_mortem()}") from e  # the same kind of error, explained
         after = self._counters()
         notes = []
         if after.pids_max_hits > before.pids_max_hits:

@@ -22,13 +22,22 @@ from collections.abc import Callable
 
 from agentrl_envs.core.errors import InfraError
 
-__all__ = ["ShellChannel", "ShellDriver"]
+__all__ = ["ShellChannel", "ShellDriver", "ShellLostError"]
 
 _OUTPUT_CAP = 1 << 20
 """Bytes of command output kept (the task shows 800 characters; the rest is read and dropped)."""
 _SETUP = "stty -echo -onlcr 2>/dev/null; PS1=''; PS2=''; unset PROMPT_COMMAND; set +o history\n"
 _GRACE_S = 3.0
 _STALE_SENTINEL = re.compile(rb"\x1e[0-9a-f]{16}[ab]\x1e")
+
+
+class ShellLostError(InfraError):
+    """The shell exited, or stopped answering, while it ran a script.
+
+    The script itself can do this (``exit``, ``exec``, Ctrl-D, ``kill -9 $$``, a builtin loop that ignores
+    Ctrl-C), so a task that runs a model's scripts decides whose fault it is; to any other caller it is an
+    :class:`InfraError`.
+    """
 
 
 class ShellChannel(ABC):
@@ -81,7 +90,7 @@ class ShellDriver:
                 is not enough.
 
         Raises:
-            InfraError: If the shell ended or cannot be brought back.
+            ShellLostError: If the shell ended or cannot be brought back.
         """
         nonce = self._send_sentinel(script if script.endswith("\n") else script + "\n")
         output, found = self._read_until(nonce, time.monotonic() + timeout)
@@ -99,7 +108,7 @@ class ShellDriver:
             more, found = self._read_until(nonce, time.monotonic() + _GRACE_S)
             output += more
             if not found:
-                raise InfraError(f"{self.what}: the shell stopped answering after a command timed out.")
+                raise ShellLostError(f"{self.what}: the shell stopped answering after a command timed out.")
         # sentinels sent while the command still ran are printed once it is gone
         return _STALE_SENTINEL.sub(b"", output), True
 
@@ -136,7 +145,7 @@ class ShellDriver:
                 return bytes(head) + tail, False
             chunk = self.channel.recv(min(remaining, 1.0))
             if chunk == b"":
-                raise InfraError(f"{self.what}: the shell exited or was killed.")
+                raise ShellLostError(f"{self.what}: the shell exited or was killed.")
             if chunk is None:
                 continue
             data = tail + chunk

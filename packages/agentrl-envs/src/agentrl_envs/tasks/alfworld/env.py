@@ -13,9 +13,9 @@ Upstream's quirk is kept: once a turn had no tool call (``agent validation faile
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar, Literal
 
+from agentrl_envs.core.bounded_json import BoundedJSONError, loads_bounded
 from agentrl_envs.core.env import Mode, ToolEnv, Turn
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.messages import AssistantMessage, Message, system_message, tool_message, user_message
@@ -192,8 +192,8 @@ class AlfworldEnv(ToolEnv):
 def _first_argument(arguments: str) -> str | None:
     """Upstream's reading of a call: the first value of its JSON arguments, which must be a string."""
     try:
-        values = list(json.loads(arguments).values())
-    except (ValueError, AttributeError):  # not JSON, or not an object
+        values = list(loads_bounded(arguments).values())
+    except (BoundedJSONError, AttributeError):  # not JSON (or beyond its bounds), or not an object
         return None
     if not values or not isinstance(values[0], str):
         return None

@@ -146,10 +146,30 @@ class MariaDBEpisodeDB:
             if code in _TIMEOUT_ERRORS:
                 raise QueryTimeoutError(str(e)) from e
             if isinstance(e, pymysql.err.InterfaceError) or (code is not None and 2000 <= code < 3000):
-                raise InfraError(f"MariaDB connection failed: {e}") from e
+                self._reconnect(e)
             return mysql_error_text(e)
         finally:
             watchdog.cancel()
+
+    def _reconnect(self, error: Exception) -> None:
+        """Replace a lost connection, or raise :class:`InfraError` if the server cannot be reached.
+
+        The agent can end its own connection (``KILL CONNECTION_ID()``); the next statement then finds it gone.
+        That is the agent's doing, answered with MySQL's error as upstream's client would show it, so a new
+        connection (with the episode's session settings) takes its place. Only a server that refuses the new
+        connection is an infrastructure fault.
+        """
+        assert self._slot is not None, "the episode database is closed"
+        try:
+            self._conn.close()
+        except Exception:  # already closed by the server
+            pass
+        try:
+            self._conn = self._backend.connect_as(self._slot)
+            self._setup_session()
+        except Exception as e:
+            raise InfraError(f"MariaDB connection failed: {error}; reconnecting failed too: {e}") from e
+        logger.info("MariaDB episode connection lost (%s); reconnected as thread %s", error, self._thread_id)
 
     def _kill_query(self) -> None:
         logger.warning("Killing the query of MariaDB thread %s: it outlived max_statement_time", self._thread_id)
@@ -260,10 +280,14 @@ class MariaDBBackend:
                 self._slots.append(slot)
             cursor.execute(f"CREATE DATABASE {_quote(slot.name)} CHARACTER SET utf8mb4")
         try:
-            return slot, self._connect(user=slot.name, password=slot.password, database=slot.name)
+            return slot, self.connect_as(slot)
         except BaseException:
             self.drop_database(slot)
             raise
+
+    def connect_as(self, slot: _Slot) -> Any:
+        """A new connection as the episode user of ``slot``, to its database."""
+        return self._connect(user=slot.name, password=slot.password, database=slot.name)
 
     def drop_database(self, slot: _Slot) -> None:
         """Drop an episode database (errors are logged: cleanup must not mask an episode's outcome)."""

@@ -22,6 +22,7 @@ from agentrl_envs.core.messages import AssistantMessage, Message, system_message
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.core.tools import ToolCallError
 from agentrl_envs.sandboxes.base import Limits, Sandbox, SandboxBackend, ShellResult
+from agentrl_envs.sandboxes.shell import ShellLostError
 from agentrl_envs.tasks.os.backends import make_backend
 from agentrl_envs.tasks.os.data import OSSample, load_samples
 from agentrl_envs.tasks.os.grader import grade
@@ -33,6 +34,10 @@ logger = logging.getLogger(__name__)
 _INIT_TIMEOUT_S = 300.0
 """Init scripts have no limit upstream; this one only guards against a hung sandbox."""
 _EXTRA_CALL = "Only the first tool call of a message is executed; this call was ignored."
+_SHELL_LOST = (
+    "The shell exited or stopped answering while it ran this script (e.g. `exit`, `exec`, Ctrl-D, or a loop "
+    "that ignores Ctrl-C), so the episode cannot go on."
+)
 
 
 class OSEnv(ToolEnv):
@@ -120,7 +125,15 @@ class OSEnv(ToolEnv):
             )
         values = list(checked.arguments.values())
         if checked.name == "bash_action":
-            return Turn([tool_message(self._bash(values[0]), call.id), *ignored])
+            try:
+                return Turn([tool_message(self._bash(values[0]), call.id), *ignored])
+            except ShellLostError as e:
+                # The shell answered before this script (run_shell checks) and not after it: the script ended it.
+                # That is the agent's failure; reporting it as infra_error would let a policy escape any penalty.
+                logger.info("os sample %s: the agent's script ended the shell: %s", self._index, e)
+                info = {"error": f"the agent's script ended the shell: {e}"}
+                lost = [tool_message(_SHELL_LOST, call.id), *ignored]
+                return Turn(lost, SampleStatus.AGENT_INVALID_ACTION, info=info)
         answer = values[0] if values else None
         assert self.sample is not None and self.sandbox is not None
         correct = grade(answer, self.sample, self.sandbox)
@@ -148,6 +161,8 @@ class OSEnv(ToolEnv):
                 json.loads(arguments)
             except json.JSONDecodeError as e:
                 return str(e)
+            except (ValueError, RecursionError):  # a bound json.loads enforces by crashing: the detail says which
+                pass
         return detail
 
     def _bash(self, script: str) -> str:
