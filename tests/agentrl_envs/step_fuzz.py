@@ -67,11 +67,12 @@ VARIANTS = [
     Variant("webshop", "generated", {"backend": "generated"}, 5.0),
     Variant("alfworld", "inline", {"engine": "inline"}, 10.0),
     Variant("alfworld", "pool", {"engine_pool_size": 1}, 10.0),
+    Variant("bfcl_base", "bfcl", {}, 5.0),
 ]
 """Every task on every backend (ALFWorld: the inline engine and the shared engine-process pool)."""
 
 IDS = {"alfworld": "AgentBench/ALFWorld-v0", "db": "AgentBench/DB-v0", "kg": "AgentBench/KG-v0"}
-IDS |= {"os": "AgentBench/OS-v0", "webshop": "AgentBench/WebShop-v0"}
+IDS |= {"os": "AgentBench/OS-v0", "webshop": "AgentBench/WebShop-v0", "bfcl_base": "AgentBench/BFCL-Base-v0"}
 
 
 def make_env(variant: Variant, **options: Any) -> Any:
