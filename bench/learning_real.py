@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "examples" / "configs" / "learn_db.yaml"
 STAGES = ("before_sft", "after_sft", "after_rl")
 VARIANTS = {"norm": True, "no_norm": False}
-QUICK = {"max_steps": 4, "sft_max_steps": 40, "limit": 10, "synth_n": 60, "heldout_n": 20}
+QUICK = {"steps": 4, "sft_max_steps": 40, "limit": 10, "synth_n": 60, "heldout_n": 20}
 
 
 def synthesize(out: Path, n: int, heldout_n: int) -> tuple[Path, Path]:
