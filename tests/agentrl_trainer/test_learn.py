@@ -123,3 +123,28 @@ def test_oracle_options_record_db_transcripts_that_recover_from_an_error(tmp_pat
 
     assert errors(SFTWarmupConfig(oracle_options={"db": {"recovery": True}})) == [True, True]
     assert errors(SFTWarmupConfig()) == [False, False]
+
+
+def test_the_tiny_model_is_keyed_by_its_corpus_recipe_so_random_task_text_does_not_rebuild_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OS dev 25's stock log is random at each reset: a corpus of such text gave a new tiny model every run."""
+    import agentrl_trainer.corpus
+    from agentrl_trainer.cli import prepare_model
+
+    monkeypatch.setenv("AGENTRL_CACHE_DIR", str(tmp_path))
+    calls: list[int] = []
+
+    def corpus(*args: object, **kwargs: object) -> list[str]:
+        calls.append(1)
+        return ["SELECT * FROM stock", f"The output of the OS:\n\n{90 + len(calls)}\n"]  # differs per call
+
+    monkeypatch.setattr(agentrl_trainer.corpus, "task_corpus", corpus)
+    model_args, config = load_config(CONFIGS / "quickstart.yaml", ["tasks=[db]", "tiny_vocab_size=300"])
+    first, _ = prepare_model(model_args, config)
+    second, _ = prepare_model(model_args, config)
+    assert first == second and calls == [1]  # the same model, and the corpus was not even collected again
+    other, _ = prepare_model(
+        model_args, load_config(CONFIGS / "quickstart.yaml", ["tasks=[kg]", "tiny_vocab_size=300"])[1]
+    )
+    assert other != first  # another recipe, another model

@@ -91,12 +91,14 @@ def prepare_model(model_args: ModelArguments, config: Any) -> tuple[str, Any]:
         from agentrl_trainer.corpus import task_corpus
         from agentrl_trainer.envs import make_env_factory
 
-        corpus = task_corpus(
-            make_env_factory(env_kwargs=config.env_kwargs),
-            config.tasks,
-            config.task_split,
-            max_samples=model_args.tiny_corpus_samples,
-        )
+        def corpus() -> list[str]:
+            return task_corpus(
+                make_env_factory(env_kwargs=config.env_kwargs),
+                config.tasks,
+                config.task_split,
+                max_samples=model_args.tiny_corpus_samples,
+            )
+
         spec = TinyModelSpec(
             vocab_size=model_args.tiny_vocab_size,
             hidden_size=model_args.tiny_hidden_size,
@@ -104,9 +106,34 @@ def prepare_model(model_args: ModelArguments, config: Any) -> tuple[str, Any]:
             num_hidden_layers=model_args.tiny_num_layers,
             seed=config.seed,
         )
-        path = str(build_tiny_model(corpus, spec))
+        # Keyed by what the corpus is made from, not its text: some tasks' text differs run to run.
+        path = str(build_tiny_model(corpus, spec, identity=corpus_identity(config, model_args.tiny_corpus_samples)))
         logger.info("tiny model at %s", path)
     return path, load_tokenizer(path)
+
+
+def corpus_identity(config: Any, max_samples: int) -> dict[str, Any]:
+    """What a tiny model's corpus is made from: tasks, split, env options (files by content), samples, data root."""
+    import hashlib
+
+    from agentrl_envs.core import resolve_data_root
+
+    def option(value: Any) -> Any:
+        if isinstance(value, str) and Path(value).is_file():  # a train_file: its content, not its path
+            return {"sha256": hashlib.sha256(Path(value).read_bytes()).hexdigest()}
+        return value
+
+    env_kwargs = {
+        task: {key: option(value) for key, value in sorted((config.env_kwargs or {}).get(task, {}).items())}
+        for task in config.tasks
+    }
+    return {
+        "tasks": list(config.tasks),
+        "split": config.task_split,
+        "env_kwargs": env_kwargs,
+        "max_samples": max_samples,
+        "data_root": str(resolve_data_root()),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
