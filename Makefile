@@ -29,10 +29,19 @@ test: lint docs
 eval: setup
 	uv run agentrl-eval $(EVAL_ARGS)
 
-# `make train TRAIN_CONFIG=... TRAIN_ARGS="max_steps=5"` runs agentrl-train (default: the CPU quickstart).
-TRAIN_CONFIG ?= examples/configs/quickstart.yaml
-train: setup
+# `make train TRAIN_CONFIG=... TRAIN_ARGS="max_steps=5"` runs agentrl-train. The default learns DB and KG (SFT on
+# synthesized tasks, then async RL, scored before/after on held-out tasks); it first synthesizes its task files
+# (once: they stay under runs/learn). The five-task pipeline run: TRAIN_CONFIG=examples/configs/quickstart.yaml.
+TRAIN_CONFIG ?= examples/configs/learn_db.yaml
+LEARN_SYNTH := runs/learn/synth-train/db.jsonl runs/learn/synth-heldout/db.jsonl
+train: setup $(if $(findstring learn_db,$(TRAIN_CONFIG)),$(LEARN_SYNTH))
 	uv run agentrl-train $(TRAIN_CONFIG) $(TRAIN_ARGS)
+
+# The learning config's tasks: level-1 DB and KG, a training set (seed 0) and a held-out set (seed 1).
+runs/learn/synth-train/db.jsonl:
+	uv run agentrl-envs synth --task db,kg --n 200 --seed 0 --difficulty 1 --out runs/learn/synth-train
+runs/learn/synth-heldout/db.jsonl:
+	uv run agentrl-envs synth --task db,kg --n 40 --seed 1 --difficulty 1 --out runs/learn/synth-heldout
 
 # `make bench BENCH=env_step BENCH_ARGS="--tasks db"` runs one benchmark under bench/.
 BENCH ?= env_step

@@ -32,4 +32,14 @@ def test_the_sft_warmup_reference_lists_every_key_with_its_help() -> None:
 
     text = DOCS.read_text()
     for f in fields(SFTWarmupConfig):
-        assert f"| `{f.name}` | `{f.default!r}` | {f.metadata['help']} |" in text, f.name
+        default = f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
+        assert f"| `{f.name}` | `{default!r}` | {f.metadata['help']} |" in text, f.name
+
+
+def test_the_stage_eval_reference_lists_every_key_with_its_help() -> None:
+    from agentrl_trainer.stages import StageEvalConfig
+
+    text = DOCS.read_text()
+    for f in fields(StageEvalConfig):
+        default = f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
+        assert f"| `{f.name}` | `{default!r}` | {f.metadata['help']} |" in text, f.name

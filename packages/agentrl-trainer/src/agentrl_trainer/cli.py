@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ModelArguments", "build_parser", "load_config", "main", "main_sft"]
+__all__ = ["ModelArguments", "build_parser", "load_config", "main", "main_sft", "run_training"]
 
 logger = logging.getLogger("agentrl_trainer.cli")
 
@@ -91,12 +91,14 @@ def prepare_model(model_args: ModelArguments, config: Any) -> tuple[str, Any]:
         from agentrl_trainer.corpus import task_corpus
         from agentrl_trainer.envs import make_env_factory
 
-        corpus = task_corpus(
-            make_env_factory(env_kwargs=config.env_kwargs),
-            config.tasks,
-            config.task_split,
-            max_samples=model_args.tiny_corpus_samples,
-        )
+        def corpus() -> list[str]:
+            return task_corpus(
+                make_env_factory(env_kwargs=config.env_kwargs),
+                config.tasks,
+                config.task_split,
+                max_samples=model_args.tiny_corpus_samples,
+            )
+
         spec = TinyModelSpec(
             vocab_size=model_args.tiny_vocab_size,
             hidden_size=model_args.tiny_hidden_size,
@@ -104,9 +106,34 @@ def prepare_model(model_args: ModelArguments, config: Any) -> tuple[str, Any]:
             num_hidden_layers=model_args.tiny_num_layers,
             seed=config.seed,
         )
-        path = str(build_tiny_model(corpus, spec))
+        # Keyed by what the corpus is made from, not its text: some tasks' text differs run to run.
+        path = str(build_tiny_model(corpus, spec, identity=corpus_identity(config, model_args.tiny_corpus_samples)))
         logger.info("tiny model at %s", path)
     return path, load_tokenizer(path)
+
+
+def corpus_identity(config: Any, max_samples: int) -> dict[str, Any]:
+    """What a tiny model's corpus is made from: tasks, split, env options (files by content), samples, data root."""
+    import hashlib
+
+    from agentrl_envs.core import resolve_data_root
+
+    def option(value: Any) -> Any:
+        if isinstance(value, str) and Path(value).is_file():  # a train_file: its content, not its path
+            return {"sha256": hashlib.sha256(Path(value).read_bytes()).hexdigest()}
+        return value
+
+    env_kwargs = {
+        task: {key: option(value) for key, value in sorted((config.env_kwargs or {}).get(task, {}).items())}
+        for task in config.tasks
+    }
+    return {
+        "tasks": list(config.tasks),
+        "split": config.task_split,
+        "env_kwargs": env_kwargs,
+        "max_samples": max_samples,
+        "data_root": str(resolve_data_root()),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -119,17 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentrl-train: {e}", file=sys.stderr)
         return EXIT_USAGE
 
-    from agentrl_trainer.trainer import AgentRLTrainer
-
     try:
-        path, tokenizer = prepare_model(model_args, config)
-        warmup = _warm_up(path, tokenizer, config) if config.sft_warmup is not None else None
-        if warmup is not None:
-            path = str(warmup.model_path)
-        trainer = AgentRLTrainer(path, config, processing_class=tokenizer)
-        trainer.sft_warmup = warmup.to_json() if warmup is not None else None
-        trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
-        trainer.save_model(config.output_dir)
+        run_training(model_args, config)
     except KeyboardInterrupt:
         print("agentrl-train: interrupted", file=sys.stderr)
         return EXIT_FAILED
@@ -142,6 +160,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     if summary.is_file():
         print(summary.read_text())
     return EXIT_OK
+
+
+def run_training(model_args: ModelArguments, config: Any) -> dict[str, Any]:
+    """The run a config describes: model, SFT warm-up, RL, and the stage scores; returns ``summary.json``'s content.
+
+    With ``stage_eval`` the starting model is scored before SFT, the warm-up's checkpoint after it, and the
+    trained model after RL (:mod:`agentrl_trainer.stages`); the scores go to ``summary.json`` and ``stages.png``.
+    """
+    from agentrl_trainer.stages import evaluate_model, write_stages
+    from agentrl_trainer.trainer import AgentRLTrainer
+
+    stage_eval = config.stage_eval_config()
+    stages: dict[str, Any] = {}
+
+    def score(stage: str, model_path: str) -> None:
+        if stage_eval is not None:
+            stages[stage] = evaluate_model(model_path, tokenizer, config, stage_eval)
+            print(f"agentrl-train: {stage.replace('_', ' ')}: {json.dumps(stages[stage])}", file=sys.stderr)
+
+    path, tokenizer = prepare_model(model_args, config)
+    score("before_sft", path)
+    warmup = _warm_up(path, tokenizer, config) if config.sft_warmup is not None else None
+    if warmup is not None:
+        path = str(warmup.model_path)
+        score("after_sft", path)
+    trainer = AgentRLTrainer(path, config, processing_class=tokenizer)
+    trainer.sft_warmup = warmup.to_json() if warmup is not None else None
+    trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
+    trainer.save_model(config.output_dir)
+    if stage_eval is not None:
+        score("after_rl", config.output_dir)
+        write_stages(config.output_dir, stages)
+    summary = Path(config.output_dir) / "summary.json"
+    return json.loads(summary.read_text()) if summary.is_file() else {}
 
 
 def _warm_up(path: str, tokenizer: Any, config: Any, prog: str = "agentrl-train") -> Any:

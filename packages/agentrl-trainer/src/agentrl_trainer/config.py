@@ -25,7 +25,7 @@ class AgentRLConfig(GRPOConfig):
     """Configuration of :class:`~agentrl_trainer.AgentRLTrainer` (see each field's ``help``)."""
 
     # A JSON string on the command line (--env_kwargs '{"db": {...}}') is parsed like TRL's dict fields.
-    _VALID_DICT_FIELDS = [*GRPOConfig._VALID_DICT_FIELDS, "env_kwargs", "sft_warmup"]
+    _VALID_DICT_FIELDS = [*GRPOConfig._VALID_DICT_FIELDS, "env_kwargs", "sft_warmup", "stage_eval"]
 
     # ----------------------------------------------------------------- tasks
     tasks: list[str] = field(
@@ -179,6 +179,14 @@ class AgentRLConfig(GRPOConfig):
         },
     )
 
+    stage_eval: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Score the starting model, the SFT checkpoint and the RL result on held-out sets, per task: a "
+            "mapping of StageEvalConfig keys (sets, limit, temperature; see docs/training.md). None: no scoring."
+        },
+    )
+
     # ----------------------------------------------------------------- advantages and reports
     task_advantage_normalization: bool = field(
         default=True, metadata={"help": "Normalize advantages per task over action tokens (paper Eq. 1)."}
@@ -256,6 +264,26 @@ class AgentRLConfig(GRPOConfig):
         if self.infra_error_window < 1:
             raise ValueError(f"infra_error_window must be >= 1, got {self.infra_error_window}.")
         self._check_sft_warmup()
+        self._check_stage_eval()
+
+    def _check_stage_eval(self) -> None:
+        if self.stage_eval is None:
+            return
+        if not isinstance(self.stage_eval, dict):
+            raise ValueError(
+                f"stage_eval must be a mapping such as {{sets: {{dev: {{split: dev}}}}}}, got {self.stage_eval!r}."
+            )
+        from dataclasses import asdict
+
+        from agentrl_trainer.stages import StageEvalConfig
+
+        self.stage_eval = asdict(StageEvalConfig.from_mapping(self.stage_eval))
+
+    def stage_eval_config(self) -> Any:
+        """The ``stage_eval`` block as a checked :class:`~agentrl_trainer.stages.StageEvalConfig` (or None)."""
+        from agentrl_trainer.stages import StageEvalConfig
+
+        return None if self.stage_eval is None else StageEvalConfig.from_mapping(dict(self.stage_eval))
 
     def _check_sft_warmup(self) -> None:
         if self.sft_warmup is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -71,8 +71,8 @@ def _digest(payload: object) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _cache_path(corpus: list[str], spec: TinyModelSpec) -> Path:
-    key = _digest({"corpus": corpus, "spec": asdict(spec), "template": _chat_template(), "v": 1})
+def _cache_path(source: object, spec: TinyModelSpec) -> Path:
+    key = _digest({"corpus": source, "spec": asdict(spec), "template": _chat_template(), "v": 1})
     return resolve_cache_dir() / "tiny-models" / key
 
 
@@ -118,12 +118,21 @@ def build_tiny_tokenizer(corpus: Iterable[str], *, vocab_size: int = 512, path: 
     return add_response_schema(tokenizer)
 
 
-def build_tiny_model(corpus: Iterable[str], spec: TinyModelSpec | None = None) -> Path:
+def build_tiny_model(
+    corpus: Iterable[str] | Callable[[], Iterable[str]],
+    spec: TinyModelSpec | None = None,
+    *,
+    identity: object | None = None,
+) -> Path:
     """Build (or reuse from the cache) a tiny Qwen2 model and tokenizer trained on ``corpus``.
 
     Args:
-        corpus: Task text for the tokenizer (see :func:`build_tiny_tokenizer`).
+        corpus: Task text for the tokenizer (see :func:`build_tiny_tokenizer`), or a function returning it
+            (called only when the model is not cached).
         spec: Model size; the defaults make a ~100k-parameter model that trains in seconds on a CPU.
+        identity: What the corpus is made from (JSON-able), to key the cache by instead of the corpus text.
+            Pass it when the text is not reproducible: a task whose setup is random (OS dev 25's stock log is
+            generated anew each reset) would otherwise give a new model, and a new SFT warm-up, every run.
 
     Returns:
         The directory holding the model and tokenizer, loadable with ``from_pretrained``.
@@ -132,10 +141,14 @@ def build_tiny_model(corpus: Iterable[str], spec: TinyModelSpec | None = None) -
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     spec = spec or TinyModelSpec()
-    texts = sorted(set(corpus))
-    path = _cache_path(texts, spec)
+    texts: list[str] | None = None
+    if identity is None:
+        texts = sorted(set(corpus() if callable(corpus) else corpus))
+    path = _cache_path({"identity": identity} if identity is not None else texts, spec)
     if (path / "config.json").is_file() and (path / "tokenizer.json").is_file():
         return path
+    if texts is None:
+        texts = sorted(set(corpus() if callable(corpus) else corpus))
     tmp = path.with_name(path.name + ".tmp")
     tokenizer = build_tiny_tokenizer(texts, vocab_size=spec.vocab_size, path=tmp)
     config = Qwen2Config(

@@ -35,6 +35,13 @@ class SFTWarmupConfig:
         default=1.0, metadata={"help": "Keep transcripts whose task score is at least this (1.0: successes only)."}
     )
     max_oracle_turns: int = field(default=30, metadata={"help": "oracle: most oracle moves per sample."})
+    oracle_options: dict[str, dict[str, Any]] = field(
+        default_factory=dict,
+        metadata={
+            "help": "oracle: options per task for its oracle, e.g. {db: {recovery: true}} (transcripts with an "
+            "error-and-fix turn; see docs/synth.md)."
+        },
+    )
     num_train_epochs: float = field(default=3.0, metadata={"help": "Passes over the transcripts."})
     max_steps: int = field(default=-1, metadata={"help": "Stop after this many optimizer steps (-1: epochs decide)."})
     learning_rate: float = field(default=1.0e-4, metadata={"help": "SFT learning rate."})
@@ -64,6 +71,13 @@ class SFTWarmupConfig:
                 raise ValueError(f"sft_warmup.{name} must be >= 1, got {getattr(self, name)}.")
         if self.max_samples_per_task is not None and self.max_samples_per_task < 1:
             raise ValueError(f"sft_warmup.max_samples_per_task must be >= 1 or None, got {self.max_samples_per_task}.")
+        if not isinstance(self.oracle_options, dict) or not all(
+            isinstance(v, dict) for v in self.oracle_options.values()
+        ):
+            raise ValueError(
+                f"sft_warmup.oracle_options must map a task to its oracle's options, e.g. {{db: {{recovery: true}}}}; "
+                f"got {self.oracle_options!r}."
+            )
         if self.num_train_epochs <= 0 and self.max_steps <= 0:
             raise ValueError("sft_warmup needs num_train_epochs > 0 or max_steps > 0.")
 

@@ -99,7 +99,7 @@ def load_transcripts(warmup: SFTWarmupConfig, args: Any, env_factory: Any) -> li
         split = warmup.split or args.task_split
         transcripts: list[Transcript] = []
         for task in warmup.tasks or list(args.tasks):
-            options = dict((args.env_kwargs or {}).get(task) or {})
+            options = dict((args.env_kwargs or {}).get(task) or {}) | dict(warmup.oracle_options.get(task) or {})
             transcripts.extend(
                 record_oracle(
                     env_factory,

@@ -1,0 +1,170 @@
+"""It learns real tasks: success per task before SFT, after SFT and after RL, on held-out synthesized tasks, over seeds.
+
+Per seed, the run ``make train`` does (``examples/configs/learn_db.yaml``, through
+:func:`agentrl_trainer.cli.run_training`):
+
+1. synthesize level-1 DB and KG tasks with ``agentrl-envs synth`` (validated by the envs): a training set
+   (seed 0) and a held-out set (seed 1), checked for exact overlap;
+2. build the tiny model (seeded), SFT it on oracle transcripts of the training set (DB's with an error-and-fix
+   turn);
+3. async AgentRL on the real DB and KG environments on the training set, with task advantage normalization
+   on (``norm``) and off (``no_norm``), both from the same SFT checkpoint;
+4. score success per task on the held-out set and on dev before SFT, after SFT and after RL (sampling).
+
+    uv run python bench/learning_real.py                 # 3 seeds
+    uv run python bench/learning_real.py --quick         # one seed, small budgets: a smoke check
+
+Prints a table and, last, one JSON line:
+``{"tasks": {"db": {"before_sft": [..per seed], "after_sft": [...], "after_rl": [...]}, ...}, ...}`` (held-out
+set, normalization on), with the same figures for normalization off (``no_task_norm``) and for dev (``dev``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from agentrl_trainer.cli import load_config, run_training
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / "examples" / "configs" / "learn_db.yaml"
+STAGES = ("before_sft", "after_sft", "after_rl")
+VARIANTS = {"norm": True, "no_norm": False}
+QUICK = {"steps": 4, "sft_max_steps": 40, "limit": 10, "synth_n": 60, "heldout_n": 20}
+
+
+def synthesize(out: Path, n: int, heldout_n: int) -> tuple[Path, Path]:
+    """The training (seed 0) and held-out (seed 1) task directories, synthesized once."""
+    dirs = (out / f"synth-train-{n}", out / f"synth-heldout-{heldout_n}")
+    for seed, count, path in ((0, n, dirs[0]), (1, heldout_n, dirs[1])):
+        if not (path / "db.jsonl").is_file() or not (path / "kg.json").is_file():
+            command = [
+                sys.executable,
+                "-m",
+                "agentrl_envs.cli",
+                "synth",
+                "--task",
+                "db,kg",
+                "--n",
+                str(count),
+                "--seed",
+                str(seed),
+            ]
+            subprocess.run([*command, "--difficulty", "1", "--out", str(path)], check=True, stdout=subprocess.DEVNULL)
+    return dirs
+
+
+def overlap(train: Path, heldout: Path) -> dict[str, int]:
+    """Held-out tasks whose text (question and schema) equals a training task's, per task."""
+    from agentrl_envs.synth.dedupe import task_text
+
+    def texts(task: str, path: Path) -> list[str]:
+        rows = (
+            [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            if path.suffix == ".jsonl"
+            else json.loads(path.read_text())
+        )
+        return [task_text(task, row) for row in rows]
+
+    out = {}
+    for task, name in (("db", "db.jsonl"), ("kg", "kg.json")):
+        seen = set(texts(task, train / name))
+        out[task] = sum(text in seen for text in texts(task, heldout / name))
+    return out
+
+
+def overrides(args: argparse.Namespace, seed: int, variant: str, train: Path, heldout: Path) -> list[str]:
+    """``KEY=VALUE`` overrides of the learning config for one run."""
+    sets = {
+        "heldout": {"split": "train", "env_kwargs": {"db": {"train_file": str(heldout / "db.jsonl")},
+                                                     "kg": {"train_file": str(heldout / "kg.json")}}},
+        "dev": {"split": "dev"},
+    }  # fmt: skip
+    values: dict[str, Any] = {
+        "seed": seed,
+        "output_dir": str(args.out / f"{variant}-seed{seed}"),
+        "task_advantage_normalization": VARIANTS[variant],
+        "env_kwargs": {"db": {"train_file": str(train / "db.jsonl")}, "kg": {"train_file": str(train / "kg.json")}},
+        "stage_eval": {"sets": sets, "limit": args.limit},
+        "max_steps": args.steps,
+        "disable_tqdm": True,
+    }
+    config = load_config(args.config)[1]
+    warmup = dict(config.sft_warmup or {})
+    if args.sft_max_steps is not None:
+        warmup["max_steps"] = args.sft_max_steps
+    values["sft_warmup"] = warmup
+    return [f"{k}={json.dumps(v)}" for k, v in values.items()] + list(args.set)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="one seed, small budgets (a smoke check)")
+    parser.add_argument("--config", type=Path, default=CONFIG)
+    parser.add_argument("--steps", type=int, default=None, help="RL steps (default: the config's)")
+    parser.add_argument("--sft-max-steps", type=int, default=None, help="SFT steps (default: the config's epochs)")
+    parser.add_argument("--limit", type=int, default=40, help="held-out/dev samples per task scored per stage")
+    parser.add_argument("--synth-n", type=int, default=200, help="training tasks per task")
+    parser.add_argument("--heldout-n", type=int, default=40, help="held-out tasks per task")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ",".join(VARIANTS))
+    parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-learning-real")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra config override")
+    args = parser.parse_args()
+    if args.quick:
+        args.seeds = 1
+        for key, value in QUICK.items():
+            if getattr(args, key) in (None, parser.get_default(key)):
+                setattr(args, key, value)
+    if args.steps is None:
+        args.steps = load_config(args.config)[1].max_steps
+    logging.basicConfig(level=logging.WARNING)
+    started = time.perf_counter()
+    train, heldout = synthesize(args.out, args.synth_n, args.heldout_n)
+    variants = args.variants.split(",")
+
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    for seed in range(args.seeds):
+        for variant in variants:
+            model_args, config = load_config(args.config, overrides(args, seed, variant, train, heldout))
+            summary = run_training(model_args, config)
+            runs[variant].append({"stages": summary["stages"], "sft_warmup": summary.get("sft_warmup")})
+            print(f"seed {seed} {variant}: {json.dumps(summary['stages'])}", file=sys.stderr)
+
+    def table(variant: str, split: str) -> dict[str, dict[str, list[float]]]:
+        tasks = list(runs[variant][0]["stages"]["before_sft"][split])
+        return {
+            task: {stage: [r["stages"][stage][split][task] for r in runs[variant]] for stage in STAGES}
+            for task in tasks
+        }
+
+    main_variant = "norm" if "norm" in runs else variants[0]
+    figures: dict[str, Any] = {
+        "tasks": table(main_variant, "heldout"),
+        "dev": table(main_variant, "dev"),
+        "no_task_norm": table("no_norm", "heldout") if "no_norm" in runs else None,
+        "heldout_overlap_with_train": overlap(train, heldout),
+        "sft_warmup": [r["sft_warmup"] for r in runs[main_variant]],
+        "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+    }
+    for name, key in (("held-out, norm on", "tasks"), ("held-out, norm off", "no_task_norm"), ("dev, norm on", "dev")):
+        if figures[key] is None:
+            continue
+        print(f"{name}: success per task, mean +- std over {args.seeds} seed(s)")
+        for task, stages in figures[key].items():
+            cells = [f"{s} {statistics.mean(v):.3f} +- {statistics.pstdev(v):.3f}" for s, v in stages.items()]
+            print(f"  {task:5} " + " | ".join(cells))
+    figures["wall_s"] = time.perf_counter() - started
+    print(f"wall time: {figures['wall_s']:.0f}s")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

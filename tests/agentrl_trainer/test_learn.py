@@ -1,0 +1,150 @@
+"""The learning run: its configs, the stage evaluation, recovery transcripts, and bench/learning_real.py end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentrl_trainer.cli import load_config
+
+REPO = Path(__file__).parents[2]
+CONFIGS = REPO / "examples" / "configs"
+
+
+def test_the_learning_config_has_sft_with_recovery_rl_on_train_files_and_stage_eval() -> None:
+    model_args, config = load_config(CONFIGS / "learn_db.yaml")
+    assert model_args.model_name_or_path == "tiny" and config.tasks == ["db", "kg"]
+    assert config.task_split == "train" and config.env_kwargs["db"]["train_file"].endswith("synth-train/db.jsonl")
+    assert config.sft_warmup_config().oracle_options == {"db": {"recovery": True}}
+    stage_eval = config.stage_eval_config()
+    assert stage_eval.sets["heldout"]["split"] == "train" and stage_eval.sets["dev"] == {"split": "dev"}
+    assert "synth-heldout" in stage_eval.sets["heldout"]["env_kwargs"]["kg"]["train_file"]
+
+
+def test_the_gpu_recipe_config_trains_the_five_tasks_on_their_train_splits() -> None:
+    model_args, config = load_config(CONFIGS / "gpu_qwen7b_agentbench.yaml", ["bf16=false"])  # no GPU here
+    assert model_args.model_name_or_path == "Qwen/Qwen2.5-7B-Instruct"
+    assert sorted(config.tasks) == ["alfworld", "db", "kg", "os", "webshop"] and config.task_split == "train"
+    assert "train_file" in config.env_kwargs["db"]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"sets": {"dev": {"split": "dev"}}, "limt": 3}, "unknown keys"),
+        ({"sets": {"dev": {"splt": "dev"}}}, "split"),
+        ({"sets": {}}, "at least one set"),
+        ({"limit": 0}, "limit"),
+    ],
+)
+def test_a_bad_stage_eval_block_is_refused_with_what_to_write(value: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        load_config(CONFIGS / "learn_db.yaml", [f"stage_eval={json.dumps(value)}"])
+
+
+def test_bad_oracle_options_are_refused() -> None:
+    with pytest.raises(ValueError, match="oracle_options"):
+        load_config(CONFIGS / "learn_db.yaml", ['sft_warmup={"oracle_options": {"db": true}}'])
+
+
+def test_stage_plot_draws_every_stage_and_set(tmp_path: Path) -> None:
+    from agentrl_trainer.stages import write_stages
+
+    (tmp_path / "summary.json").write_text(json.dumps({"steps": 3}))
+    stages = {s: {"heldout": {"db": 0.1, "kg": 0.0}, "dev": {"db": 0.0, "kg": 0.0}} for s in ("before_sft", "after_rl")}
+    write_stages(tmp_path, stages)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["steps"] == 3 and summary["stages"] == stages  # added beside the trainer's figures
+    assert (tmp_path / "stages.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: Path) -> None:
+    """The whole pipeline with tiny budgets: synth -> SFT (with recovery) -> async RL -> stage scores, per task."""
+    warmup = {"source": "oracle", "oracle_options": {"db": {"recovery": True}}, "max_steps": 2,
+              "output_dir": str(tmp_path / "sft")}  # fmt: skip
+    command = [
+        sys.executable, str(REPO / "bench" / "learning_real.py"), "--quick", "--out", str(tmp_path),
+        "--synth-n", "4", "--heldout-n", "2", "--limit", "2", "--steps", "1",
+        "--set", "tiny_corpus_samples=4", "--set", "max_turns=2", "--set", "max_new_tokens_per_turn=16",
+        "--set", "min_groups_per_step=1", "--set", "max_groups_per_step=1", "--set", "num_generations=2",
+        "--set", f"sft_warmup={json.dumps(warmup)}",
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-4000:]
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    for key in ("tasks", "no_task_norm", "dev"):
+        assert set(figures[key]) == {"db", "kg"}
+        for stages in figures[key].values():
+            assert set(stages) == {"before_sft", "after_sft", "after_rl"}
+            assert all(len(v) == 1 and 0.0 <= v[0] <= 1.0 for v in stages.values())
+    assert figures["heldout_overlap_with_train"] == {"db": 0, "kg": 0}
+    # The SFT stage trained on DB transcripts that recover from an error (recorded with recovery=True).
+    assert figures["sft_warmup"][0]["transcripts"] >= 4
+    run = tmp_path / "norm-seed0"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["steps"] == 1 and set(summary["stages"]) == {"before_sft", "after_sft", "after_rl"}
+    assert (run / "stages.png").is_file() and (run / "reward.png").is_file()
+
+
+def test_oracle_options_record_db_transcripts_that_recover_from_an_error(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from agentrl_trainer.envs import make_env_factory
+    from agentrl_trainer.sft.config import SFTWarmupConfig
+    from agentrl_trainer.sft.warmup import load_transcripts
+
+    command = [
+        sys.executable,
+        "-m",
+        "agentrl_envs.cli",
+        "synth",
+        "--task",
+        "db",
+        "--n",
+        "2",
+        "--seed",
+        "0",
+        "--difficulty",
+        "1",
+    ]
+    subprocess.run([*command, "--out", str(tmp_path)], check=True, capture_output=True, timeout=300)
+    env_kwargs = {"db": {"train_file": str(tmp_path / "db.jsonl")}}
+    args = SimpleNamespace(tasks=["db"], task_split="train", env_kwargs=env_kwargs)
+
+    def errors(warmup: SFTWarmupConfig) -> list[bool]:
+        transcripts = load_transcripts(warmup, args, make_env_factory(env_kwargs=env_kwargs))
+        assert len(transcripts) == 2 and all(t.score == 1.0 for t in transcripts)
+        return [any("1146" in str(m.get("content")) for m in t.messages if m["role"] == "tool") for t in transcripts]
+
+    assert errors(SFTWarmupConfig(oracle_options={"db": {"recovery": True}})) == [True, True]
+    assert errors(SFTWarmupConfig()) == [False, False]
+
+
+def test_the_tiny_model_is_keyed_by_its_corpus_recipe_so_random_task_text_does_not_rebuild_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OS dev 25's stock log is random at each reset: a corpus of such text gave a new tiny model every run."""
+    import agentrl_trainer.corpus
+    from agentrl_trainer.cli import prepare_model
+
+    monkeypatch.setenv("AGENTRL_CACHE_DIR", str(tmp_path))
+    calls: list[int] = []
+
+    def corpus(*args: object, **kwargs: object) -> list[str]:
+        calls.append(1)
+        return ["SELECT * FROM stock", f"The output of the OS:\n\n{90 + len(calls)}\n"]  # differs per call
+
+    monkeypatch.setattr(agentrl_trainer.corpus, "task_corpus", corpus)
+    model_args, config = load_config(CONFIGS / "quickstart.yaml", ["tasks=[db]", "tiny_vocab_size=300"])
+    first, _ = prepare_model(model_args, config)
+    second, _ = prepare_model(model_args, config)
+    assert first == second and calls == [1]  # the same model, and the corpus was not even collected again
+    other, _ = prepare_model(
+        model_args, load_config(CONFIGS / "quickstart.yaml", ["tasks=[kg]", "tiny_vocab_size=300"])[1]
+    )
+    assert other != first  # another recipe, another model
