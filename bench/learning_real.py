@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "examples" / "configs" / "learn_db.yaml"
 STAGES = ("before_sft", "after_sft", "after_rl")
 VARIANTS = {"norm": True, "no_norm": False}
-QUICK = {"steps": 4, "sft_max_steps": 40, "limit": 10, "synth_n": 60, "heldout_n": 20}
+QUICK = {"steps": 4, "sft_max_steps": 40, "limit": 10, "bfcl_limit": 5, "synth_n": 60, "heldout_n": 20}
 
 
 def synthesize(out: Path, n: int, heldout_n: int) -> tuple[Path, Path]:
@@ -86,6 +86,8 @@ def overrides(args: argparse.Namespace, seed: int, variant: str, train: Path, he
         "heldout": {"split": "train", "env_kwargs": {"db": {"train_file": str(heldout / "db.jsonl")},
                                                      "kg": {"train_file": str(heldout / "kg.json")}}},
         "dev": {"split": "dev"},
+        # Held out in kind: BFCL's multi-turn categories, never trained on (the paper's Table 5).
+        "bfcl": {"split": "test", "tasks": ["bfcl"], "limit": args.bfcl_limit},
     }  # fmt: skip
     values: dict[str, Any] = {
         "seed": seed,
@@ -112,6 +114,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="RL steps (default: the config's)")
     parser.add_argument("--sft-max-steps", type=int, default=None, help="SFT steps (default: the config's epochs)")
     parser.add_argument("--limit", type=int, default=40, help="held-out/dev samples per task scored per stage")
+    parser.add_argument("--bfcl-limit", type=int, default=20, help="BFCL samples per category scored per stage")
     parser.add_argument("--synth-n", type=int, default=200, help="training tasks per task")
     parser.add_argument("--heldout-n", type=int, default=40, help="held-out tasks per task")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ",".join(VARIANTS))
@@ -149,18 +152,24 @@ def main() -> None:
     figures: dict[str, Any] = {
         "tasks": table(main_variant, "heldout"),
         "dev": table(main_variant, "dev"),
+        "bfcl": table(main_variant, "bfcl"),
         "no_task_norm": table("no_norm", "heldout") if "no_norm" in runs else None,
         "heldout_overlap_with_train": overlap(train, heldout),
         "sft_warmup": [r["sft_warmup"] for r in runs[main_variant]],
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
     }
-    for name, key in (("held-out, norm on", "tasks"), ("held-out, norm off", "no_task_norm"), ("dev, norm on", "dev")):
+    for name, key in (
+        ("held-out, norm on", "tasks"),
+        ("held-out, norm off", "no_task_norm"),
+        ("dev, norm on", "dev"),
+        ("BFCL multi-turn (never trained on), norm on", "bfcl"),
+    ):
         if figures[key] is None:
             continue
         print(f"{name}: success per task, mean +- std over {args.seeds} seed(s)")
         for task, stages in figures[key].items():
             cells = [f"{s} {statistics.mean(v):.3f} +- {statistics.pstdev(v):.3f}" for s, v in stages.items()]
-            print(f"  {task:5} " + " | ".join(cells))
+            print(f"  {task:17} " + " | ".join(cells))
     figures["wall_s"] = time.perf_counter() - started
     print(f"wall time: {figures['wall_s']:.0f}s")
     print(json.dumps(figures))

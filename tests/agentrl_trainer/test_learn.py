@@ -69,7 +69,7 @@ def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: 
               "output_dir": str(tmp_path / "sft")}  # fmt: skip
     command = [
         sys.executable, str(REPO / "bench" / "learning_real.py"), "--quick", "--out", str(tmp_path),
-        "--synth-n", "4", "--heldout-n", "2", "--limit", "2", "--steps", "1",
+        "--synth-n", "4", "--heldout-n", "2", "--limit", "2", "--bfcl-limit", "1", "--steps", "1",
         "--set", "tiny_corpus_samples=4", "--set", "max_turns=2", "--set", "max_new_tokens_per_turn=16",
         "--set", "min_groups_per_step=1", "--set", "max_groups_per_step=1", "--set", "num_generations=2",
         "--set", f"sft_warmup={json.dumps(warmup)}",
@@ -82,6 +82,10 @@ def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: 
         for stages in figures[key].values():
             assert set(stages) == {"before_sft", "after_sft", "after_rl"}
             assert all(len(v) == 1 and 0.0 <= v[0] <= 1.0 for v in stages.values())
+    # BFCL, never trained on, is scored at every stage too: one accuracy per multi-turn category.
+    categories = {"bfcl_base", "bfcl_miss_func", "bfcl_miss_param", "bfcl_long_context"}
+    assert set(figures["bfcl"]) == categories
+    assert all(set(stages) == {"before_sft", "after_sft", "after_rl"} for stages in figures["bfcl"].values())
     assert figures["heldout_overlap_with_train"] == {"db": 0, "kg": 0}
     # The SFT stage trained on DB transcripts that recover from an error (recorded with recovery=True).
     assert figures["sft_warmup"][0]["transcripts"] >= 4

@@ -3,7 +3,9 @@
 A run with ``stage_eval`` scores each of its models (the starting model, the SFT warm-up's checkpoint when the
 run has one, and the RL result) on named evaluation sets, per task, with :func:`agentrl_trainer.evaluate.aevaluate`
 (episodes played exactly as rollouts play them). A set is a split with its own environment options, e.g. a
-held-out file of synthesized tasks (``split: train`` and ``train_file`` per task) or the dev split. The figures
+held-out file of synthesized tasks (``split: train`` and ``train_file`` per task), the dev split, or tasks the
+run never trained on (``tasks: [bfcl]``, BFCL's multi-turn categories: generalization, as the paper's Table 5). The
+figures
 go to ``summary.json`` (``stages``) and ``stages.png``.
 """
 
@@ -23,6 +25,8 @@ logger = logging.getLogger(__name__)
 STAGES = ("before_sft", "after_sft", "after_rl")
 """The models a run scores, in order (``after_sft`` only when the run has an SFT warm-up)."""
 
+_SET_KEYS = {"split", "env_kwargs", "tasks", "limit"}
+
 
 @dataclass
 class StageEvalConfig:
@@ -31,9 +35,11 @@ class StageEvalConfig:
     sets: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {"dev": {"split": "dev"}},
         metadata={
-            "help": "Named sets: {name: {split: ..., env_kwargs: {task: options}}}, e.g. a held-out synthesized "
-            "file as {split: train, env_kwargs: {db: {train_file: heldout/db.jsonl}}}. The run's env_kwargs are "
-            "not used (a train_file only fits the train split)."
+            "help": "Named sets: {name: {split: ..., env_kwargs: {task: options}, tasks: [...], limit: N}}, e.g. a "
+            "held-out synthesized file as {split: train, env_kwargs: {db: {train_file: heldout/db.jsonl}}}, or "
+            "tasks the run never trained on as {split: test, tasks: [bfcl], limit: 5}. tasks defaults to the "
+            "run's, limit to stage_eval.limit. The run's env_kwargs are not used (a train_file only fits the "
+            "train split)."
         },
     )
     limit: int | None = field(default=20, metadata={"help": "Samples per task and set (None: all)."})
@@ -47,9 +53,10 @@ class StageEvalConfig:
                 f"stage_eval.sets must name at least one set, e.g. {{dev: {{split: dev}}}}; got {self.sets!r}."
             )
         for name, spec in self.sets.items():
-            if not isinstance(spec, dict) or "split" not in spec or set(spec) - {"split", "env_kwargs"}:
+            if not isinstance(spec, dict) or "split" not in spec or set(spec) - _SET_KEYS:
                 raise ValueError(
-                    f"stage_eval.sets[{name!r}] must be {{split: ..., env_kwargs: {{task: options}}}}; got {spec!r}."
+                    f"stage_eval.sets[{name!r}] must be {{split: ..., env_kwargs: {{task: options}}, tasks: [...], "
+                    f"limit: N}} (only split is required); got {spec!r}."
                 )
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"stage_eval.limit must be >= 1 or None, got {self.limit}.")
@@ -102,8 +109,9 @@ def evaluate_model(model_path: str | Path, tokenizer: Any, args: Any, stage_eval
             for name, spec in stage_eval.sets.items():
                 factory = make_env_factory(env_kwargs=spec.get("env_kwargs") or {})
                 results = await aevaluate(
-                    engine, tokenizer, list(args.tasks), split=spec["split"], limit=stage_eval.limit,
-                    limits=limits, concurrency=stage_eval.concurrency, env_factory=factory,
+                    engine, tokenizer, list(spec.get("tasks") or args.tasks), split=spec["split"],
+                    limit=spec.get("limit", stage_eval.limit), limits=limits, concurrency=stage_eval.concurrency,
+                    env_factory=factory,
                 )  # fmt: skip
                 out[name] = {task: figures["success_rate"] for task, figures in results["tasks"].items()}
         finally:
