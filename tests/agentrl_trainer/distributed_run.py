@@ -35,6 +35,7 @@ from transformers import TrainerCallback
 from agentrl_trainer import AgentRLConfig, AgentRLTrainer
 from agentrl_trainer.distributed import weights_checksum
 from agentrl_trainer.rollout.chat import render_prompt
+from agentrl_trainer.rollout.faults import FaultLog
 from agentrl_trainer.rollout.producer import ProducerStats
 from agentrl_trainer.tiny import load_tokenizer
 from agentrl_trainer.types import Group
@@ -123,6 +124,7 @@ class ReplayProducer:
     def __init__(self, steps: list[list[Group]]) -> None:
         self.steps = list(steps)
         self.stats = ProducerStats()
+        self.faults = FaultLog()
         self.status_counts: dict[str, int] = {}
         self.queue_depth = 0
         self.leaked_tasks = 0

@@ -13,6 +13,3 @@ from agentrl_envs.core.data import DataRoot
 def data(data_root: Path) -> DataRoot:
     """The AgentBench data root the tests read."""
     return DataRoot(data_root)
-
-
-from tests.agentrl_envs.tasks.db.conftest import mariadb_server  # noqa: E402, F401 - the session's MariaDB

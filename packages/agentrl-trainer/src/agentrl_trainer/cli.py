@@ -127,13 +127,27 @@ def corpus_identity(config: Any, max_samples: int) -> dict[str, Any]:
         task: {key: option(value) for key, value in sorted((config.env_kwargs or {}).get(task, {}).items())}
         for task in config.tasks
     }
+    # The AgentBench data root shapes the corpus only when an AgentBench task is in it (a task of one's own, or
+    # BFCL, reads none, and a run of only those must not need one).
+    reads_agentbench = any(_benchmark(task) == "agentbench" for task in config.tasks)
     return {
         "tasks": list(config.tasks),
         "split": config.task_split,
         "env_kwargs": env_kwargs,
         "max_samples": max_samples,
-        "data_root": str(resolve_data_root()),
+        "data_root": str(resolve_data_root()) if reads_agentbench else None,
     }
+
+
+def _benchmark(task: str) -> str | None:
+    """The benchmark a task name belongs to (``agentbench``, ``bfcl``, ``custom``), None if it does not resolve."""
+    from agentrl_envs.core.errors import AgentRLError
+    from agentrl_envs.core.registry import resolve_task
+
+    try:
+        return resolve_task(task)[0].benchmark
+    except (AgentRLError, ImportError):  # not resolvable here: building its env will say why
+        return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

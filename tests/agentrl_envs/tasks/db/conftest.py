@@ -1,7 +1,7 @@
 """Fixtures of the DB task tests: env factories per backend and the private MariaDB server.
 
-The ``mariadb`` server is started once per test session (by the first test that needs it) and stopped at the
-end; tests that use it are marked ``mariadb``.
+The ``mariadb`` server is the session's (``tests/agentrl_envs/conftest.py``); tests that use it are marked
+``mariadb``.
 """
 
 from __future__ import annotations
@@ -15,18 +15,8 @@ import pytest
 
 import agentrl_envs  # noqa: F401 - registers AgentBench/DB-v0
 from agentrl_envs.tasks.db.env import DBEnv
-from agentrl_envs.tasks.db.mariadb_server import MariaDBServer, acquire_server, release_server
 
 BACKENDS = ["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb)]
-
-
-@pytest.fixture(scope="session")
-def mariadb_server() -> Iterator[MariaDBServer]:
-    """The process's private MariaDB server, held for the whole session so tests share one start-up."""
-    server = acquire_server()
-    yield server
-    release_server()
-    assert not server.running
 
 
 @pytest.fixture(params=BACKENDS)

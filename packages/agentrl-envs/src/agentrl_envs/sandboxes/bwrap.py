@@ -192,7 +192,7 @@ class BwrapSandbox(Sandbox):
     def run_shell(self, script: str) -> ShellResult:
         """Run ``script`` in the shell; limits that were hit are reported in ``notes``."""
         if self._driver is None or not self.alive:
-            raise InfraError(f"bwrap sandbox {self.id}: the shell is not running.")
+            raise InfraError(f"bwrap sandbox {self.id}: the shell exited or was killed before this command.")
         assert self._cgroup is not None
         before = self._cgroup.counters()
         output, timed_out = self._driver.run(script, timeout=self.limits.command_timeout_s, hard_stop=self._hard_stop)

@@ -153,7 +153,10 @@ class DockerSandbox(Sandbox):
     def run_shell(self, script: str) -> ShellResult:
         """Run ``script`` in the shell; limits that were hit are reported in ``notes``."""
         if self._driver is None or not self._shell_running():
-            raise InfraError(f"docker sandbox {self.container.short_id}: the shell is not running.")
+            raise InfraError(
+                f"docker sandbox {self.container.short_id}: the shell exited or was killed before this command. "
+                f"{self._post_mortem()}"
+            )
         before = self._counters()
         try:
             output, timed_out = self._driver.run(
