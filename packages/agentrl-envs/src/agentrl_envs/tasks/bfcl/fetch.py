@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-import httpx
-
 from agentrl_envs.core.data import resolve_cache_dir
 from agentrl_envs.core.errors import DataError
+from agentrl_envs.data.download import download
 
 __all__ = ["BFCL_WHEEL", "PinnedWheel", "ensure_bfcl", "fetch_bfcl", "main"]
 
@@ -188,16 +187,11 @@ def _cached_wheel(source: str | None, folder: Path) -> Path:
 def _copy_or_download(source: str, destination: Path) -> None:
     parsed = urlparse(source)
     if parsed.scheme in ("http", "https"):
-        logger.info("downloading %s", source)
-        try:
-            with httpx.stream("GET", source, follow_redirects=True, timeout=120.0) as response:
-                response.raise_for_status()
-                with destination.open("wb") as f:
-                    for chunk in response.iter_bytes():
-                        f.write(chunk)
-        except httpx.HTTPError as e:
+        try:  # the data fetch's downloader: retries on transport errors and 5xx, with a progress bar
+            download(source, destination, show_progress=sys.stderr.isatty())
+        except DataError as e:
             raise DataError(
-                f"Could not download the BFCL wheel from {source}: {e}. Pass a local copy with --from "
+                f"Could not download the BFCL wheel from {source}: {e} Pass a local copy with --from "
                 f"(or ${SOURCE_ENV}), e.g. from `pip download --no-deps bfcl-eval=={BFCL_WHEEL.version}`."
             ) from e
         return
