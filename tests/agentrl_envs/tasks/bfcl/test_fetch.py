@@ -24,7 +24,8 @@ def test_fetch_from_a_local_wheel_extracts_the_members_and_nothing_else(wheel: P
     files = {str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file()}
     assert files == {*MEMBERS, "FETCHED.json"}
     assert json.loads((tree / "FETCHED.json").read_text())["sha256"] == BFCL_WHEEL.sha256
-    assert not [p for p in tree.parent.iterdir() if p.name.startswith(".")]  # no staging or download left
+    left = [p.name for p in tree.parent.iterdir() if p.name.startswith(".")]
+    assert left == [f".{BFCL_WHEEL.version}.lock"]  # the build lock stays; no staging folder or download
     assert fetch_bfcl(None, cache_dir=tmp_path) == tree  # cached: no network
 
 

@@ -1,32 +1,27 @@
-"""Building a data root from verified upstream files, atomically.
+"""Building a data root from verified upstream files, atomically (:mod:`.atomic`).
 
 The root is assembled in a hidden staging folder beside its destination and renamed into place only when it is
-complete, under a lock file, so a failed or interrupted build leaves nothing at the destination and two processes
-building the same root at once build it once. ``agentrl-data.json`` (written last) records the commit, the source,
+complete, under a lock file. ``agentrl-data.json`` (written last) records the commit, the source,
 the blob id of every file and what the source lacked.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
-import shutil
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentrl_envs.core.errors import DataError
+from agentrl_envs.data.atomic import staged
 from agentrl_envs.data.layout import data_root_path
 from agentrl_envs.data.pinned import REPOSITORY, TreeListing
 from agentrl_envs.data.prompts import derive_prompts
 from agentrl_envs.data.sources import UpstreamFiles
 
-__all__ = ["BUILDER_VERSION", "METADATA_FILE", "DataRootInfo", "install", "locked", "read_info"]
+__all__ = ["BUILDER_VERSION", "METADATA_FILE", "DataRootInfo", "install", "read_info"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,26 +65,10 @@ def read_info(root: Path) -> DataRootInfo | None:
     return info if info.builder_version == BUILDER_VERSION else None
 
 
-@contextlib.contextmanager
-def locked(dest: Path) -> Iterator[None]:
-    """Hold the build lock of a destination (other builders of it wait).
-
-    Staging folders left by builds that were killed are cleared while the lock is held.
-    """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest.parent / f".{dest.name}.lock", "a+b") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            for stale in dest.parent.glob(f".{dest.name}.*-*"):
-                if stale.is_dir():
-                    shutil.rmtree(stale, ignore_errors=True)
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def install(files: UpstreamFiles, listing: TreeListing, dest: Path) -> DataRootInfo:
-    """Build the data root of ``files`` at ``dest``, replacing what is there; the caller holds :func:`locked`.
+    """Build the data root of ``files`` at ``dest``, replacing what is there.
+
+    The caller holds :func:`~agentrl_envs.data.atomic.locked` for ``dest``.
 
     Raises:
         DerivationError: If ``prompts.json`` cannot be derived from the sources.
@@ -97,13 +76,8 @@ def install(files: UpstreamFiles, listing: TreeListing, dest: Path) -> DataRootI
     """
     if dest.is_dir() and not (dest / METADATA_FILE).is_file() and any(dest.iterdir()):
         raise DataError(f"{dest} exists and is not a data root built by agentrl-envs; choose another --dest.")
-    staging = dest.parent / f".{dest.name}.staging-{uuid.uuid4().hex[:8]}"
-    try:
-        info = _write(files, listing, staging)
-        _swap(staging, dest)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return info
+    with staged(dest) as staging:
+        return _write(files, listing, staging)
 
 
 def _write(files: UpstreamFiles, listing: TreeListing, root: Path) -> DataRootInfo:
@@ -128,14 +102,3 @@ def _write(files: UpstreamFiles, listing: TreeListing, root: Path) -> DataRootIn
     )
     (root / METADATA_FILE).write_text(info.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return info
-
-
-def _swap(staging: Path, dest: Path) -> None:
-    """Put the finished root in place: one rename, after moving an old root aside."""
-    if not dest.exists():
-        staging.rename(dest)
-        return
-    old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:8]}"
-    dest.rename(old)
-    staging.rename(dest)
-    shutil.rmtree(old, ignore_errors=True)

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from agentrl_envs.core.errors import DataError
 
-__all__ = ["download"]
+__all__ = ["download", "local_source"]
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +27,16 @@ ATTEMPTS = 4
 BACKOFF_S = 1.0
 MAX_BACKOFF_S = 20.0
 TIMEOUT = httpx.Timeout(60.0, connect=15.0)
+
+
+def local_source(source: str) -> Path | None:
+    """The local file a source names (a path or a ``file://`` URL), or ``None`` when it is an ``http(s)`` URL.
+
+    Whether the file exists is the caller's to check (each says what it expected there).
+    """
+    if source.startswith(("http://", "https://")):
+        return None
+    return Path(source.removeprefix("file://")).expanduser()
 
 
 class _Retryable(Exception):

@@ -18,8 +18,9 @@ import httpx
 
 from agentrl_envs.core.data import resolve_cache_dir
 from agentrl_envs.core.errors import DataError
-from agentrl_envs.data.build import install, locked, read_info
-from agentrl_envs.data.download import download
+from agentrl_envs.data.atomic import locked
+from agentrl_envs.data.build import install, read_info
+from agentrl_envs.data.download import download, local_source
 from agentrl_envs.data.pinned import PINNED_COMMIT, TreeListing, github_archive_url, load_listing
 from agentrl_envs.data.sources import UpstreamFiles, read_archive, read_checkout
 
@@ -162,9 +163,7 @@ def _is_built(root: Path, commit: str) -> bool:
 
 def _local_archive(where: str) -> Path | None:
     """The local file a source names (a path or a ``file://`` URL), or ``None`` for a download."""
-    if where.startswith(("http://", "https://")):
-        return None
-    path = Path(where.removeprefix("file://")).expanduser()
-    if not path.is_file():
+    path = local_source(where)
+    if path is not None and not path.is_file():
         raise DataError(f"{where} is neither an http(s) URL nor an existing .tar.gz file.")
     return path

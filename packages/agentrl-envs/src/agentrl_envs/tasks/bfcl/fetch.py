@@ -5,7 +5,8 @@ option for the eval-only install: it pins ``numpy==1.26.4`` and pulls sentence-t
 dozen API SDKs. The multi-turn categories need none of that, so the wheel is fetched like a data set
 instead: downloaded once from PyPI's files host (or ``--from`` a local file or mirror URL), checked against
 the pinned sha256, and the few members the environments read are extracted into
-``$AGENTRL_CACHE_DIR/bfcl/<version>/`` atomically (a half-written tree is never visible). Nothing is
+``$AGENTRL_CACHE_DIR/bfcl/<version>/`` atomically, as the AgentBench data root is built
+(:mod:`agentrl_envs.data.atomic`: a half-written tree is never visible). Nothing is
 installed and nothing outside the cache changes.
 
 ``python -m agentrl_envs.tasks.bfcl.fetch [--from PATH_OR_URL] [--force]`` runs it ahead of time (CI does,
@@ -26,11 +27,12 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
 from agentrl_envs.core.data import resolve_cache_dir
 from agentrl_envs.core.errors import DataError
-from agentrl_envs.data.download import download
+from agentrl_envs.data.atomic import locked, staged
+from agentrl_envs.data.download import download, local_source
+from agentrl_envs.data.fetch import OFFLINE_ENV, is_offline
 
 __all__ = ["BFCL_WHEEL", "PinnedWheel", "ensure_bfcl", "fetch_bfcl", "main"]
 
@@ -38,7 +40,6 @@ logger = logging.getLogger(__name__)
 
 SOURCE_ENV = "AGENTRL_BFCL_FROM"
 """A local wheel file or a mirror URL to fetch from instead of PyPI."""
-OFFLINE_ENV = "AGENTRL_OFFLINE"
 _COMPLETE = "FETCHED.json"
 """Written last into an extracted tree; a tree without it is never used."""
 
@@ -129,7 +130,7 @@ def ensure_bfcl(cache_dir: Path | None = None) -> Path:
     target = bfcl_dir(cache_dir)
     if (target / _COMPLETE).is_file():
         return target
-    if os.environ.get(OFFLINE_ENV) == "1":
+    if is_offline():
         raise DataError(
             f"BFCL data is not in the cache ({target}) and {OFFLINE_ENV}=1 forbids fetching it. Run "
             "`python -m agentrl_envs.tasks.bfcl.fetch --from bfcl_eval-"
@@ -155,8 +156,12 @@ def fetch_bfcl(source: str | None = None, *, cache_dir: Path | None = None, forc
     target = bfcl_dir(cache_dir)
     if (target / _COMPLETE).is_file() and not force:
         return target
-    wheel_path = _cached_wheel(source, target.parent)
-    _extract(wheel_path, target, force=force)
+    with locked(target):
+        if (target / _COMPLETE).is_file() and not force:  # another process extracted it while this one waited
+            return target
+        wheel_path = _cached_wheel(source, target.parent)
+        with staged(target) as staging:
+            _extract(wheel_path, staging)
     logger.info("BFCL %s extracted to %s", BFCL_WHEEL.version, target)
     return target
 
@@ -185,8 +190,8 @@ def _cached_wheel(source: str | None, folder: Path) -> Path:
 
 
 def _copy_or_download(source: str, destination: Path) -> None:
-    parsed = urlparse(source)
-    if parsed.scheme in ("http", "https"):
+    local = local_source(source)
+    if local is None:
         try:  # the data fetch's downloader: retries on transport errors and 5xx, with a progress bar
             download(source, destination, show_progress=sys.stderr.isatty())
         except DataError as e:
@@ -195,38 +200,24 @@ def _copy_or_download(source: str, destination: Path) -> None:
                 f"(or ${SOURCE_ENV}), e.g. from `pip download --no-deps bfcl-eval=={BFCL_WHEEL.version}`."
             ) from e
         return
-    local = Path(parsed.path if parsed.scheme == "file" else source).expanduser()
     if not local.is_file():
         raise DataError(f"BFCL wheel not found at {local}; give the path of bfcl_eval-{BFCL_WHEEL.version}-*.whl.")
     shutil.copyfile(local, destination)
 
 
-def _extract(wheel_path: Path, target: Path, *, force: bool = False) -> None:
-    """Extract :data:`MEMBERS` into a fresh folder next to ``target``, then move it into place."""
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
-    try:
-        with zipfile.ZipFile(wheel_path) as archive:
-            names = set(archive.namelist())
-            missing = [m for m in MEMBERS if m not in names]
-            if missing:
-                raise DataError(f"{wheel_path} lacks {missing}; it is not bfcl-eval {BFCL_WHEEL.version}.")
-            for member in MEMBERS:
-                destination = staging / member
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                destination.write_bytes(archive.read(member))
-        marker = {"package": "bfcl-eval", "version": BFCL_WHEEL.version, "sha256": BFCL_WHEEL.sha256}
-        (staging / _COMPLETE).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-        if (target / _COMPLETE).is_file() and not force:  # another process finished first: keep its tree
-            return
-        if target.exists():  # a tree without its marker (an interrupted copy by hand), or --force
-            shutil.rmtree(target)
-        try:
-            os.rename(staging, target)
-        except OSError:  # another process put a complete tree there first: use it
-            if not (target / _COMPLETE).is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+def _extract(wheel_path: Path, folder: Path) -> None:
+    """Extract :data:`MEMBERS` of the wheel into ``folder``, and the marker last."""
+    with zipfile.ZipFile(wheel_path) as archive:
+        names = set(archive.namelist())
+        missing = [m for m in MEMBERS if m not in names]
+        if missing:
+            raise DataError(f"{wheel_path} lacks {missing}; it is not bfcl-eval {BFCL_WHEEL.version}.")
+        for member in MEMBERS:
+            destination = folder / member
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(archive.read(member))
+    marker = {"package": "bfcl-eval", "version": BFCL_WHEEL.version, "sha256": BFCL_WHEEL.sha256}
+    (folder / _COMPLETE).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
 
 
 def _sha256(path: Path) -> str:
