@@ -125,13 +125,14 @@ class EnvPool(Generic[E]):
         self._free_slot()
 
     async def arelease(self, env: E, *, broken: bool = False) -> None:
-        """:meth:`release`, closing a broken env in a thread so the loop goes on serving others meanwhile."""
+        """:meth:`release`, closing a broken env in a thread so the loop goes on serving others meanwhile.
+
+        The slot is free at once: a new env may be made while this one closes (it is no longer the pool's).
+        """
         if broken and self._open.get(id(env)) is env:
             del self._open[id(env)]
-            try:
-                await asyncio.to_thread(close_quietly, env)
-            finally:
-                self._free_slot()
+            self._free_slot()
+            await asyncio.to_thread(close_quietly, env)
             return
         self.release(env, broken=broken)
 
