@@ -48,7 +48,7 @@ class EnvPool(Generic[E]):
 
     Example::
 
-        pool = EnvPool(lambda: agentrl_envs.make("db_bench").unwrapped, size=8)
+        pool = EnvPool(lambda: agentrl_envs.make("db").unwrapped, size=8)
         env = await pool.acquire()
         try:
             ...  # play one episode
