@@ -117,7 +117,7 @@ class EnvPool(Generic[E]):
         if self._open.get(id(env)) is not env:
             self._free_slot()  # closed by aclose while borrowed
             return
-        if broken or self._closed:
+        if broken:
             del self._open[id(env)]
             close_quietly(env)
         else:
