@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import httpx
+import pytest
 
+from agentrl_controller.api.models import WorkerStartSampleRequest
 from agentrl_controller.workers.local import LocalWorker, create_worker_app
 from agentrl_controller.workers.noop import NoopEnv
 from tests.agentrl_controller.conftest import call
@@ -39,3 +42,41 @@ async def test_interact_fast_path_matches_the_route_and_odd_bodies_get_the_route
     assert fast == routed
     assert wrong.status_code == 400 and json.loads(wrong.content)["detail"] == "No such session"  # "1" coerced
     assert extra.status_code == 422 and "Invalid request body" in extra.json()["detail"]
+
+
+class ClosingNoop(NoopEnv):
+    """A NoopEnv that counts its closes, and whose close fails (its sandbox went away first)."""
+
+    made: list[ClosingNoop] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closes = 0
+        ClosingNoop.made.append(self)
+
+    def close(self) -> None:
+        self.closes += 1
+        super().close()
+        raise OSError("the sandbox went away first")
+
+
+async def test_sessions_reuse_finished_envs_and_every_env_is_closed_once_with_errors_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ClosingNoop.made.clear()
+    worker = LocalWorker(ClosingNoop, concurrency=2)
+    start = lambda sid: worker.start_sample(WorkerStartSampleRequest(index=0, session_id=sid))  # noqa: E731
+    with caplog.at_level(logging.ERROR):
+        await start(1)
+        await start(2)
+        await worker.interact(1, [call("noop", '{"finish": true}')])  # finished: its env goes back to the pool
+        await start(3)
+        assert worker.sessions[3].env is ClosingNoop.made[0] and len(ClosingNoop.made) == 2
+        await worker.cancel(2)  # mid-episode: its env is closed, not reused
+        assert ClosingNoop.made[1].closes == 1
+        await start(4)
+        assert worker.sessions[4].env is ClosingNoop.made[2]
+        worker.close()
+    assert [env.closes for env in ClosingNoop.made] == [1, 1, 1]
+    failures = [r for r in caplog.records if "closing an environment" in r.getMessage()]
+    assert len(failures) == 3 and all("went away first" in str(r.exc_info[1]) for r in failures)

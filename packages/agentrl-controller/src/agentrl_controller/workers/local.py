@@ -34,6 +34,7 @@ from agentrl_controller.api.models import WorkerInteractRequest, WorkerStartSamp
 from agentrl_controller.config import TaskConfig
 from agentrl_controller.workers.envs import env_factory
 from agentrl_controller.workers.sandboxes import build_pool
+from agentrl_envs.core import EnvPool
 from agentrl_envs.core.env import ToolEnv
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.status import SampleStatus
@@ -67,12 +68,13 @@ class LocalWorker:
 
     def __init__(self, make_env: Callable[[], ToolEnv], *, concurrency: int) -> None:
         """Prepare a worker; the first env is built at once so a broken task fails at start-up."""
-        self.make_env = make_env
         self.concurrency = concurrency
         self.sessions: dict[int, _Session] = {}
-        self._idle: list[ToolEnv] = [make_env()]
-        self.num_samples = self._idle[0].num_samples()
-        self.tools = self._idle[0].tools
+        first = make_env()
+        self.num_samples = first.num_samples()
+        self.tools = first.tools
+        self.envs = EnvPool(make_env, size=concurrency, envs=[first])
+        """One env per session, reused by later sessions once its episode ends."""
         self.sandbox_pool: SandboxPool | None = None
         """The pool the envs lease sandboxes from, owned by the worker (see ``workers/sandboxes.py``)."""
 
@@ -96,13 +98,10 @@ class LocalWorker:
         index = _as_int_index(request.index, request.custom_task)
         if not 0 <= index < self.num_samples:
             raise _Refused(400, f"Index {index} is out of range: the task has {self.num_samples} samples.")
-        env = self._idle.pop() if self._idle else None
-        session = None
+        env = None
         try:
-            if env is None:
-                env = await asyncio.to_thread(self.make_env)
-            session = _Session(request.session_id, index, env)
-            self.sessions[request.session_id] = session
+            env = await self.envs.acquire()
+            self.sessions[request.session_id] = _Session(request.session_id, index, env)
             messages, info = await env.areset(options={"index": index})
         except EnvError as e:
             self._drop(request.session_id, env, reuse=True)
@@ -137,26 +136,18 @@ class LocalWorker:
         session.cancelling = True
         async with session.lock:
             self.sessions.pop(session_id, None)
-            await asyncio.to_thread(session.env.close)
+            await self.envs.arelease(session.env, broken=True)  # mid-episode: closed, not reused
         return {"session_id": session_id}
 
     def _drop(self, session_id: int, env: ToolEnv | None, *, reuse: bool) -> None:
         self.sessions.pop(session_id, None)
-        if env is None:
-            return
-        if reuse and len(self._idle) < self.concurrency:
-            self._idle.append(env)
-        else:
-            with contextlib.suppress(Exception):
-                env.close()
+        if env is not None:
+            self.envs.release(env, broken=not reuse)
 
     def close(self) -> None:
-        """Close every env, then the sandbox pool (which closes every sandbox it still holds)."""
-        for env in [*self._idle, *(s.env for s in self.sessions.values())]:
-            with contextlib.suppress(Exception):
-                env.close()
+        """Close every env (idle or in a session), then the sandbox pool (which closes the sandboxes it holds)."""
+        self.envs.close()
         self.sessions.clear()
-        self._idle.clear()
         if self.sandbox_pool is not None:
             self.sandbox_pool.close()
             self.sandbox_pool = None

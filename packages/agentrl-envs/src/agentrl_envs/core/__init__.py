@@ -1,4 +1,4 @@
-"""The environment SDK shared by every task: messages, tools, spaces, the ``ToolEnv`` base, data and registry."""
+"""The environment SDK shared by every task: messages, tools, spaces, the ``ToolEnv`` base, data, registry, env pool."""
 
 from agentrl_envs.core.data import DataRoot, resolve_cache_dir, resolve_data_root
 from agentrl_envs.core.env import ToolEnv, Turn, parse_text_tool_calls
@@ -12,6 +12,7 @@ from agentrl_envs.core.errors import (
 )
 from agentrl_envs.core.messages import AssistantMessage, FunctionCall, Message, ToolCall, parse_action
 from agentrl_envs.core.oracle import Oracle, load_oracle
+from agentrl_envs.core.pool import EnvPool, close_quietly
 from agentrl_envs.core.registry import TASKS, TaskSpec, make, register_envs, register_task, resolve_task
 from agentrl_envs.core.spaces import ActionSpace, MessagesSpace
 from agentrl_envs.core.status import SampleStatus
@@ -27,6 +28,7 @@ __all__ = [
     "DataError",
     "DataRoot",
     "EnvError",
+    "EnvPool",
     "FunctionCall",
     "InfraError",
     "Message",
@@ -40,6 +42,7 @@ __all__ = [
     "ToolEnv",
     "Turn",
     "UnknownTaskError",
+    "close_quietly",
     "load_oracle",
     "make",
     "parse_action",

@@ -278,13 +278,14 @@ async def _evaluate(args: argparse.Namespace, session: _Session, console: Consol
                 return EXIT_USAGE
             session.planned = evaluation.planned_samples()
             session.engines = {
-                name: {"fidelity": pool.fidelity, "backend": pool.backend} for name, pool in evaluation.pools.items()
+                name: {"fidelity": info.fidelity, "backend": info.backend}
+                for name, info in evaluation.task_envs.items()
             }
             session.data = next(
                 (
-                    pool.data
-                    for name, pool in evaluation.pools.items()
-                    if pool.data is not None and name in TASKS and TASKS[name].benchmark == "agentbench"
+                    info.data
+                    for name, info in evaluation.task_envs.items()
+                    if info.data is not None and name in TASKS and TASKS[name].benchmark == "agentbench"
                 ),
                 None,
             )  # the AgentBench data root (BFCL's tree, read by its tasks, is no AgentBench commit)

@@ -1,17 +1,18 @@
 """Run evaluation episodes concurrently with asyncio.
 
 Every ``(task, index, run)`` is one job on a shared queue. ``concurrency`` workers take jobs; each borrows an
-environment of the job's task from that task's :class:`EnvPool` (at most ``concurrency`` envs per task, each
-reused across episodes through ``areset``/``astep``) and an agent of its own for that task. An environment
-fault (an :class:`~agentrl_envs.core.errors.InfraError` from ``reset``, ``info["infra_error"]``) is recorded as
-such and never counted against the agent; the env is replaced and the run goes on. Cancelling :meth:`run`
-(Ctrl-C) stops the workers; the finished episodes stay in :attr:`Evaluation.records`. Episodes listed in
-``skip`` (``--resume``: those an earlier run finished) are not played again.
+environment of the job's task from that task's :class:`~agentrl_envs.core.pool.EnvPool` (at most ``concurrency``
+envs per task, each reused across episodes through ``areset``/``astep``) and an agent of its own for that task. An
+environment fault (an :class:`~agentrl_envs.core.errors.InfraError` from ``reset``, ``info["infra_error"]``) is
+recorded as such and never counted against the agent; the env is replaced and the run goes on. Cancelling
+:meth:`run` (Ctrl-C) stops the workers; the finished episodes stay in :attr:`Evaluation.records`. Episodes listed
+in ``skip`` (``--resume``: those an earlier run finished) are not played again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -22,13 +23,14 @@ import gymnasium as gym
 
 from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import EnvError, InfraError
+from agentrl_envs.core.pool import EnvPool
 from agentrl_envs.core.registry import make
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.eval.agents import Agent, AgentFactory, AgentTurn
 from agentrl_envs.eval.errors import AgentConfigError, AgentStop
 from agentrl_envs.eval.records import EpisodeKey, EpisodeRecord, TurnLog
 
-__all__ = ["EnvPool", "Evaluation", "TaskPlan"]
+__all__ = ["Evaluation", "TaskEnvInfo", "TaskPlan"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,89 +67,28 @@ class TaskPlan:
         return indices[: self.limit] if self.limit is not None else indices
 
 
-class EnvPool:
-    """Up to ``size`` environments of one task, created on demand and reused across episodes."""
+@dataclass(frozen=True)
+class TaskEnvInfo:
+    """What a task's first env said about it, read once when the evaluation starts."""
 
-    def __init__(self, plan: TaskPlan, size: int) -> None:
-        """Create an empty pool; :meth:`start` makes the first env."""
-        self.plan = plan
-        self.size = size
-        self.num_samples = 0
-        self.fidelity: str | None = None
-        """The first env's fidelity (``upstream``/``emulated``), where it says."""
-        self.backend: str | None = None
-        """The first env's backend, for tasks that have several."""
-        self.data: DataRoot | None = None
-        """The data root the first env read (``None``: it read none, or it runs on a controller)."""
-        self._idle: list[gym.Env] = []
-        self._created = 0
-        self._free = asyncio.Semaphore(size)
+    num_samples: int
+    """The split's size."""
+    fidelity: str | None
+    """``upstream``/``emulated``, where the env says (a ToolEnv does; a RemoteEnv learns it per episode)."""
+    backend: str | None
+    """The env's backend, for tasks that have several."""
+    data: DataRoot | None
+    """The data root the env read (``None``: it read none, or it runs on a controller)."""
 
-    @property
-    def created(self) -> int:
-        """How many envs the pool holds (idle or borrowed)."""
-        return self._created
-
-    async def start(self) -> None:
-        """Make the first env, which tells the split's size; a wrong option fails here, before any episode."""
-        try:
-            env = await self._make()
-        except EnvError:
-            raise
-        except (TypeError, ValueError) as e:  # gym.make's way of refusing an option the task does not take
-            raise EnvError(
-                f"Could not make {self.plan.name}/{self.plan.split} with options {self.plan.env_options}: {e}"
-            ) from e
-        inner = env.unwrapped
-        self.num_samples = inner.num_samples()
-        self.fidelity = getattr(inner, "fidelity", None)  # a ToolEnv says; a RemoteEnv learns it per episode
-        self.backend = getattr(inner, "backend_name", None)
-        self.data = getattr(inner, "data_in_use", None)
-        self._idle.append(env)
-
-    async def acquire(self) -> gym.Env:
-        """An idle env, or a new one while the pool is below its size.
-
-        Raises:
-            InfraError: If a new env could not be made.
-        """
-        await self._free.acquire()
-        if self._idle:
-            return self._idle.pop()
-        try:
-            return await self._make()
-        except BaseException:
-            self._free.release()
-            raise
-
-    def release(self, env: gym.Env, *, is_broken: bool = False) -> None:
-        """Give ``env`` back; a broken one is closed and replaced by a fresh one on demand."""
-        if is_broken:
-            _close_quietly(env)
-            self._created -= 1
-        else:
-            self._idle.append(env)
-        self._free.release()
-
-    async def aclose(self) -> None:
-        """Close the idle envs (borrowed ones are closed when given back broken, or left to their worker)."""
-        envs, self._idle = self._idle, []
-        await asyncio.gather(*(asyncio.to_thread(_close_quietly, env) for env in envs))
-
-    async def _make(self) -> gym.Env:
-        self._created += 1
-        try:
-            return await asyncio.to_thread(make, self.plan.name, split=self.plan.split, **self.plan.env_options)
-        except BaseException:
-            self._created -= 1
-            raise
-
-
-def _close_quietly(env: gym.Env) -> None:
-    try:
-        env.close()
-    except Exception:  # closing must not hide the evaluation's outcome
-        logger.exception("error while closing an environment")
+    @classmethod
+    def of(cls, env: Any) -> TaskEnvInfo:
+        """Read an unwrapped env."""
+        return cls(
+            num_samples=env.num_samples(),
+            fidelity=getattr(env, "fidelity", None),
+            backend=getattr(env, "backend_name", None),
+            data=getattr(env, "data_in_use", None),
+        )
 
 
 class Evaluation:
@@ -186,7 +127,9 @@ class Evaluation:
         self.records: list[EpisodeRecord] = []
         self.jobs: list[tuple[TaskPlan, int, int]] = []
         self.samples: dict[str, set[int]] = {}
-        self.pools: dict[str, EnvPool] = {}
+        self.pools: dict[str, EnvPool[gym.Env]] = {}
+        """Each task's envs: at most ``concurrency``, each reused across episodes."""
+        self.task_envs: dict[str, TaskEnvInfo] = {}
 
     @property
     def total(self) -> int:
@@ -206,10 +149,8 @@ class Evaluation:
         """
         for plan in self.plans:
             if plan.name not in self.pools:
-                pool = EnvPool(plan, self.concurrency)
-                await pool.start()
-                self.pools[plan.name] = pool
-            indices = plan.select(self.pools[plan.name].num_samples)
+                await self._open(plan)
+            indices = plan.select(self.task_envs[plan.name].num_samples)
             self.samples[plan.name] = set(indices)
             self.jobs += [
                 (plan, index, run)
@@ -217,6 +158,22 @@ class Evaluation:
                 for index in indices
                 if (plan.name, plan.split, index, run) not in self.skip
             ]
+
+    async def _open(self, plan: TaskPlan) -> None:
+        """Make the task's first env, which tells the split's size; a wrong option fails here, before any episode."""
+        make_env = functools.partial(make, plan.name, split=plan.split, **plan.env_options)
+        pool = EnvPool(make_env, size=self.concurrency)
+        try:
+            env = await pool.acquire()
+        except EnvError:
+            raise
+        except (TypeError, ValueError) as e:  # gym.make's way of refusing an option the task does not take
+            raise EnvError(f"Could not make {plan.name}/{plan.split} with options {plan.env_options}: {e}") from e
+        try:
+            self.task_envs[plan.name] = TaskEnvInfo.of(env.unwrapped)
+        finally:
+            pool.release(env)
+        self.pools[plan.name] = pool
 
     async def run(self) -> list[EpisodeRecord]:
         """Play every job; returns the records (also in :attr:`records`) in the order episodes finished."""
@@ -258,7 +215,7 @@ class Evaluation:
             try:
                 await Episode(env.unwrapped, agent, record).play()
             finally:
-                self.pools[plan.name].release(env, is_broken=record.infra_error)
+                self.pools[plan.name].release(env, broken=record.infra_error)
         record.timings["total_s"] = time.perf_counter() - started
         return record
 

@@ -26,16 +26,18 @@ cause, samples that can never start are skipped, and the run stops when faults d
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import queue
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentrl_envs.core import EnvPool
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
 from agentrl_trainer.rollout.faults import FaultLog, InfraErrorRateExceeded
@@ -64,43 +66,6 @@ class ProducerStats:
     busy_started: float = 0.0
 
 
-class _EnvPool:
-    """Reusable environments per (task, split); an environment that failed is closed, not reused."""
-
-    def __init__(self, factory: EnvFactory) -> None:
-        self._factory = factory
-        self._free: dict[tuple[str, str], list[Any]] = defaultdict(list)
-        self._all: list[Any] = []
-
-    async def acquire(self, task: str, split: str) -> Any:
-        free = self._free[(task, split)]
-        if free:
-            return free.pop()
-        env = await asyncio.to_thread(self._factory, task, split)
-        self._all.append(env)
-        return env
-
-    def release(self, task: str, split: str, env: Any, *, healthy: bool) -> None:
-        if healthy:
-            self._free[(task, split)].append(env)
-            return
-        self._all.remove(env)
-        _close(env)
-
-    def close(self) -> None:
-        for env in self._all:
-            _close(env)
-        self._all.clear()
-        self._free.clear()
-
-
-def _close(env: Any) -> None:
-    try:
-        env.close()
-    except Exception:  # cleanup must not mask the run's outcome
-        logger.exception("error while closing an environment")
-
-
 class RolloutProducer:
     """Plays GRPO groups in a background event loop and queues the complete ones for the trainer."""
 
@@ -127,7 +92,9 @@ class RolloutProducer:
         if queue_size < 1:
             raise ValueError(f"queue_size must be >= 1, got {queue_size}.")
         self.rows = rows
-        self.pool = _EnvPool(env_factory)
+        self.env_factory = env_factory
+        self.pools: dict[tuple[str, str], EnvPool[Any]] = {}
+        """Reusable envs per ``(task, split)``; one that failed is closed, not reused."""
         self.sampler = sampler
         self.tokenizer = tokenizer
         self.num_generations = num_generations
@@ -324,7 +291,7 @@ class RolloutProducer:
         await asyncio.gather(*tasks, return_exceptions=True)
         for engine in self.sampler.engines:
             await engine.aclose()
-        await asyncio.to_thread(self.pool.close)
+        await asyncio.gather(*(pool.aclose() for pool in self.pools.values()))
         current = asyncio.current_task()
         self.leaked_tasks = len([t for t in asyncio.all_tasks() if t is not current and not t.done()])
 
@@ -354,10 +321,17 @@ class RolloutProducer:
         assert self._slots is not None
         self._slots.release()
 
+    def _pool(self, row: TrainingRow) -> EnvPool[Any]:
+        key = (row.task, row.split)
+        if key not in self.pools:
+            self.pools[key] = EnvPool(functools.partial(self.env_factory, row.task, row.split))
+        return self.pools[key]
+
     async def _play_with_retries(self, row: TrainingRow) -> Trajectory | None:
         retries = 0
         while True:
-            env = await self.pool.acquire(row.task, row.split)
+            pool = self._pool(row)
+            env = await pool.acquire()
             healthy = False
             try:
                 trajectory = await run_episode(
@@ -370,7 +344,7 @@ class RolloutProducer:
                 )
                 healthy = not trajectory.infra_error
             finally:
-                self.pool.release(row.task, row.split, env, healthy=healthy)
+                pool.release(env, broken=not healthy)
             self.stats.episodes += 1
             self.faults.episode(row, trajectory.fault if trajectory.infra_error else None)
             self.faults.check_rate()  # raises out of the group: the producer stops with the first fault
