@@ -61,6 +61,49 @@ def test_a_zombie_is_not_alive() -> None:
     child.wait()
 
 
+def test_a_live_child_is_alive_until_it_is_reaped() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert pid_alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert not pid_alive(child.pid)
+
+
+def test_a_command_name_with_a_parenthesis_is_read_right(tmp_path: Path) -> None:
+    # The state follows the last ")" of /proc/PID/stat; a name holding ") Z" fooled a split at the first one.
+    program = tmp_path / "w) Z x"
+    program.symlink_to("/bin/sleep")
+    child = subprocess.Popen([str(program), "30"])
+    try:
+        while Path(f"/proc/{child.pid}/stat").read_text().partition(" ")[2][:8] != "(w) Z x)":
+            time.sleep(0.01)  # until it has exec'd
+        assert pid_alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.parametrize("pid", [0, -1, -os.getpid(), 2**62])
+def test_numbers_that_name_no_process_are_not_alive(pid: int) -> None:
+    assert not pid_alive(pid)  # 0 and -N are process groups to os.kill, which would say "alive"
+
+
+def test_without_procfs_a_process_of_another_user_counts_as_alive(monkeypatch: pytest.MonkeyPatch) -> None:
+    # procfs mounted with hidepid (or no procfs at all): the signal check decides, and EPERM means it exists.
+    def hidden(self: Path) -> bytes:
+        raise PermissionError(13, "hidden", str(self))
+
+    def not_ours(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(Path, "read_bytes", hidden)
+    assert pid_alive(os.getpid())  # the signal check alone
+    monkeypatch.setattr(os, "kill", not_ours)
+    assert pid_alive(1)
+
+
 def _on_exited_thread(work: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
     """``work()`` run on a thread that has exited (in the kernel, not only in Python) when this returns."""
     out: list[subprocess.Popen[bytes]] = []

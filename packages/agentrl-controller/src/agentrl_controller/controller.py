@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
-from agentrl_controller.api.models import HeartbeatRequest, SessionInfo, WorkerInfo
 from agentrl_controller.config import ControllerConfig
 from agentrl_controller.errors import BadRequestError, NotFoundError
+from agentrl_controller.http.models import HeartbeatRequest, SessionInfo, WorkerInfo
 from agentrl_controller.metrics import ControllerMetrics
 from agentrl_controller.rundir import make_run_dir, sweep_run_dirs
 from agentrl_controller.sessions.admission import AdmissionQueue

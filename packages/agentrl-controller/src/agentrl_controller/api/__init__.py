@@ -1,1 +1,1 @@
-"""The controller's HTTP surface: the ASGI app (``api.app``), its guard, the dashboard and the wire models."""
+"""The controller's routes: the ASGI app (``api.app``), its guard and the dashboard (models and fast path: ``http``)."""

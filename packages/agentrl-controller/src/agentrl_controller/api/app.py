@@ -19,9 +19,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentrl_controller.api.dashboard import render_live, render_page
-from agentrl_controller.api.fastpath import FastAnswer, FastJsonRoute, header
 from agentrl_controller.api.guard import Guard
-from agentrl_controller.api.models import (
+from agentrl_controller.controller import Controller
+from agentrl_controller.errors import ApiError, BadRequestError
+from agentrl_controller.http.fastpath import FastAnswer, FastJsonRoute, header
+from agentrl_controller.http.models import (
     CancelNotice,
     CancelResponse,
     ErrorResponse,
@@ -34,8 +36,6 @@ from agentrl_controller.api.models import (
     StartSampleRequest,
     WorkerInfo,
 )
-from agentrl_controller.controller import Controller
-from agentrl_controller.errors import ApiError, BadRequestError
 
 __all__ = ["create_app"]
 

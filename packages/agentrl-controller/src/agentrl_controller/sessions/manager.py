@@ -23,7 +23,9 @@ from agentrl_controller.metrics import ControllerMetrics
 from agentrl_controller.sessions.admission import AdmissionQueue
 from agentrl_controller.stats import EpisodeStats
 from agentrl_controller.workers.pool import Worker, WorkerPool
+from agentrl_envs.core.processes import pid_alive
 from agentrl_envs.core.status import SampleStatus
+from agentrl_envs.wire import Observation, env_out
 
 __all__ = ["Session", "SessionManager"]
 
@@ -152,13 +154,13 @@ class SessionManager:
                 return dict(session.final)
             if error is not None:
                 return self._fail(session, error)
-            env_out = out.get("env_out") if isinstance(out, dict) else None
-            if not isinstance(env_out, dict):
+            observation = env_out(out)
+            if observation is None:
                 return self._fail(session, f"worker answered interact without env_out: {str(out)[:200]}")
             session.turns += 1
             self.metrics.interacts.labels(session.task).inc()
             self.stats.interacts += 1
-            return self._answer(session, env_out)
+            return self._answer(session, observation)
         finally:
             session.busy = False
             session.call = None
@@ -207,33 +209,18 @@ class SessionManager:
             return await session.worker.client.interact(session.session_id, messages)
 
     def _answer(self, session: Session, out: dict[str, Any]) -> dict[str, Any]:
-        """The client's flat observation; a finishing one frees the session."""
-        tools = out.get("tools")
-        if tools is not None:
-            session.tools = tools
-        metrics = out.get("metrics")
-        if not isinstance(metrics, dict):
-            metrics = out.get("metric") if isinstance(out.get("metric"), dict) else {}
-        status = str(out.get("status") or _RUNNING)
-        finish = bool(out.get("finish", status != _RUNNING))
-        answer = {
-            "session_id": session.session_id,
-            "messages": out.get("messages") or [],
-            "tools": session.tools,
-            "status": status,
-            "finish": finish,
-            "reward": _as_float(out.get("reward")),
-            "metrics": metrics,
-        }
-        if "result" in out:
-            answer["result"] = out["result"]
-        if finish:
-            score = metrics.get("score", out.get("reward"))
-            self._end(session, status, reason=None, release=True, score=_as_float(score))
-        elif not answer["messages"]:
+        """The client's flat observation of the worker's ``out``; a finishing one frees the session."""
+        observation = Observation.parse(out)
+        if observation.tools is not None:
+            session.tools = observation.tools
+        observation.tools = session.tools  # absent from a worker's answer means "unchanged"; eval wants them all
+        if observation.finish:
+            score = _as_float(observation.metrics.get("score", observation.reward))
+            self._end(session, observation.status, reason=None, release=True, score=score)
+        elif not observation.messages:
             # eval rejects a running observation without messages; the worker broke the protocol
             return self._fail(session, "worker returned a running observation without messages")
-        return answer
+        return observation.client_payload(session.session_id)
 
     def _fail(self, session: Session, error: str) -> dict[str, Any]:
         """End a session as an infrastructure fault (``task error`` + ``infra_error``)."""
@@ -271,15 +258,9 @@ class SessionManager:
         self._remember(session.session_id, status)
         infra_error = status == SampleStatus.TASK_ERROR.value
         if reason is not None:
-            session.final = {
-                "session_id": session.session_id,
-                "messages": [],
-                "tools": session.tools,
-                "status": status,
-                "finish": True,
-                "reward": 0.0,
-                "metrics": {"infra_error": infra_error, "error": reason} if infra_error else {"reason": reason},
-            }
+            metrics = {"infra_error": infra_error, "error": reason} if infra_error else {"reason": reason}
+            final = Observation(tools=session.tools, status=status, finish=True, metrics=metrics)
+            session.final = final.client_payload(session.session_id)
             if deliver and not session.busy:
                 self._undelivered[session.session_id] = session.final
                 while len(self._undelivered) > self._memory:
@@ -315,7 +296,7 @@ class SessionManager:
 
     def _check_worker(self, worker: Worker) -> bool:
         """After a transport failure: a local worker whose process is gone is lost; returns whether it lives."""
-        if worker.kind == "local" and worker.pid is not None and not _alive(worker.pid):
+        if worker.kind == "local" and worker.pid is not None and not pid_alive(worker.pid):
             self.pool.remove(worker, "process gone")
         return worker.healthy
 
@@ -338,14 +319,6 @@ class SessionManager:
             yield
         finally:
             self.metrics.worker_latency.labels(task, call).observe(time.perf_counter() - start)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().split(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _as_float(value: Any) -> float:

@@ -12,10 +12,12 @@ quarter of the controller's CPU per no-op interact (``bench/controller_load.py``
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from agentrl_controller.errors import WorkerError
 from agentrl_controller.workers.http import HttpPool
+from agentrl_envs.wire import cancel_body, worker_interact_request, worker_start_sample_request
 
 __all__ = ["WorkerClient"]
 
@@ -44,16 +46,15 @@ class WorkerClient:
 
     async def start_sample(self, session_id: int, index: int | str, custom_task: dict[str, Any] | None) -> Any:
         """Start a session on the worker; the answer is the flat first observation."""
-        body = {"index": index, "custom_task": custom_task, "session_id": session_id}
-        return await self._post("start_sample", body)
+        return await self._post("start_sample", worker_start_sample_request(session_id, index, custom_task))
 
     async def interact(self, session_id: int, messages: list[dict[str, Any]]) -> Any:
         """Send the agent's messages; the answer is ``{"session_id": N, "env_out": {...}}``."""
-        return await self._post("interact", {"session_id": session_id, "messages": messages})
+        return await self._post("interact", worker_interact_request(session_id, messages))
 
     async def cancel(self, session_id: int) -> Any:
         """Stop a session and wait until the worker has released it."""
-        return await self._post("cancel", {"session_id": session_id})
+        return await self._post("cancel", cancel_body(session_id))
 
     async def get_indices(self) -> list[int | str]:
         """The worker's sample indices."""
@@ -67,7 +68,7 @@ class WorkerClient:
         """Close the connection pool."""
         await self._pool.aclose()
 
-    async def _post(self, path: str, body: dict[str, Any]) -> Any:
+    async def _post(self, path: str, body: Mapping[str, Any]) -> Any:
         return await self._request("POST", path, json.dumps(body, separators=(",", ":")).encode())
 
     async def _request(self, method: str, path: str, body: bytes | None = None) -> Any:

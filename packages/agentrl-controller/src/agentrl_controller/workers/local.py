@@ -29,9 +29,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from agentrl_controller.api.fastpath import FastAnswer, FastJsonRoute
-from agentrl_controller.api.models import WorkerInteractRequest, WorkerStartSampleRequest
 from agentrl_controller.config import TaskConfig
+from agentrl_controller.http.fastpath import FastAnswer, FastJsonRoute
+from agentrl_controller.http.models import WorkerInteractRequest, WorkerStartSampleRequest
 from agentrl_controller.workers.envs import env_factory
 from agentrl_controller.workers.sandboxes import build_pool
 from agentrl_envs.core import EnvPool
@@ -39,6 +39,7 @@ from agentrl_envs.core.env import ToolEnv
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.sandboxes.pool import SandboxPool
+from agentrl_envs.wire import CancelBody, Observation, WorkerInteractAnswer, cancel_body, worker_interact_answer
 
 __all__ = ["LocalWorker", "build_worker", "create_worker_app", "loop_factory", "main"]
 
@@ -78,16 +79,17 @@ class LocalWorker:
         self.sandbox_pool: SandboxPool | None = None
         """The pool the envs lease sandboxes from, owned by the worker (see ``workers/sandboxes.py``)."""
 
-    def _observation(self, messages: list[dict[str, Any]], reward: float, info: dict[str, Any]) -> dict:
+    def _observation(self, messages: list[dict[str, Any]], reward: float, info: dict[str, Any]) -> dict[str, Any]:
+        """The step's ``env_out`` (see :class:`agentrl_envs.wire.Observation`)."""
         status = info.get("status", SampleStatus.RUNNING.value)
-        return {
-            "messages": messages,
-            "tools": info.get("tools") or self.tools,  # per sample for tasks whose tools vary (BFCL)
-            "status": status,
-            "finish": status != SampleStatus.RUNNING.value,
-            "reward": float(reward),
-            "metric": {k: info[k] for k in _METRIC_KEYS if k in info},
-        }
+        return Observation(
+            messages=messages,
+            tools=info.get("tools") or self.tools,  # per sample for tasks whose tools vary (BFCL)
+            status=status,
+            finish=status != SampleStatus.RUNNING.value,
+            reward=float(reward),
+            metrics={k: info[k] for k in _METRIC_KEYS if k in info},
+        ).worker_payload()
 
     async def start_sample(self, request: WorkerStartSampleRequest) -> dict[str, Any]:
         """Start a session; an env that fails to start ends it at once as ``task error``."""
@@ -113,7 +115,7 @@ class LocalWorker:
             return self._observation([], 0.0, info)
         return self._observation(messages, 0.0, info)
 
-    async def interact(self, session_id: int, agent_messages: list[dict[str, Any]]) -> dict[str, Any]:
+    async def interact(self, session_id: int, agent_messages: list[dict[str, Any]]) -> WorkerInteractAnswer:
         """Apply the agent's last message to the session's env."""
         session = self.sessions.get(session_id)
         if session is None:
@@ -126,9 +128,9 @@ class LocalWorker:
         env_out = self._observation(messages, reward, info)
         if env_out["finish"]:
             self._drop(session_id, session.env, reuse=not info.get("infra_error", False))
-        return {"session_id": session_id, "env_out": env_out}
+        return worker_interact_answer(session_id, env_out)
 
-    async def cancel(self, session_id: int) -> dict[str, Any]:
+    async def cancel(self, session_id: int) -> CancelBody:
         """End a session; waits for a step in progress, then releases the env."""
         session = self.sessions.get(session_id)
         if session is None or session.cancelling:
@@ -137,7 +139,7 @@ class LocalWorker:
         async with session.lock:
             self.sessions.pop(session_id, None)
             await self.envs.arelease(session.env, broken=True)  # mid-episode: closed, not reused
-        return {"session_id": session_id}
+        return cancel_body(session_id)
 
     def _drop(self, session_id: int, env: ToolEnv | None, *, reuse: bool) -> None:
         self.sessions.pop(session_id, None)
@@ -166,7 +168,7 @@ def _as_int_index(index: int | str, custom_task: dict[str, Any] | None) -> int:
 def create_worker_app(worker: LocalWorker) -> ASGIApp:
     """The worker's ASGI app (routes under ``/api`` as ``agentrl-worker`` serves them).
 
-    ``interact`` has a fast path (see :mod:`agentrl_controller.api.fastpath`) for the body the controller sends,
+    ``interact`` has a fast path (see :mod:`agentrl_controller.http.fastpath`) for the body the controller sends,
     ``{"session_id": <int>, "messages": [<object>, ...]}``; any other body goes to the Starlette route.
     """
 

@@ -22,6 +22,7 @@ from agentrl_envs.core.messages import Message, parse_action
 from agentrl_envs.core.registry import resolve_task
 from agentrl_envs.core.spaces import ActionSpace, MessagesSpace
 from agentrl_envs.core.status import SampleStatus
+from agentrl_envs.wire import Observation, StartSampleRequest, interact_request, start_sample_request
 
 __all__ = ["RemoteEnv"]
 
@@ -117,15 +118,14 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             self._indices = self._call(lambda: self._client.get("get_indices", params={"name": self.name}))[0]
         body = self._start_body(options)
         data, headers = self._call(lambda: self._client.post("start_sample", json=body))
-        return self._started(data, headers, body["index"])
+        return self._started(Observation.parse(data), headers, body["index"])
 
     def step(self, action: Any) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         """Send one assistant message; returns ``(messages, reward, terminated, truncated, info)``."""
         message, headers = self._step_request(action)
-        data, _ = self._call(
-            lambda: self._client.post("interact", json={"messages": [message]}, headers=headers), idempotent=False
-        )
-        return self._stepped(data)
+        body = interact_request([message])
+        data, _ = self._call(lambda: self._client.post("interact", json=body, headers=headers), idempotent=False)
+        return self._stepped(Observation.parse(data))
 
     async def areset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -137,15 +137,16 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             self._indices = (await self._acall(lambda: self._aclient.get("get_indices", params={"name": self.name})))[0]
         body = self._start_body(options)
         data, headers = await self._acall(lambda: self._aclient.post("start_sample", json=body))
-        return self._started(data, headers, body["index"])
+        return self._started(Observation.parse(data), headers, body["index"])
 
     async def astep(self, action: Any) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
         """Async twin of :meth:`step`."""
         message, headers = self._step_request(action)
+        body = interact_request([message])
         data, _ = await self._acall(
-            lambda: self._aclient.post("interact", json={"messages": [message]}, headers=headers), idempotent=False
+            lambda: self._aclient.post("interact", json=body, headers=headers), idempotent=False
         )
-        return self._stepped(data)
+        return self._stepped(Observation.parse(data))
 
     def num_samples(self) -> int:
         """How many samples the controller lists for this task (indices ``0..n-1`` for AgentBench tasks)."""
@@ -177,7 +178,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
 
     # ----------------------------------------------------------------- request/answer shaping
 
-    def _start_body(self, options: dict[str, Any] | None) -> dict[str, Any]:
+    def _start_body(self, options: dict[str, Any] | None) -> StartSampleRequest:
         index = (options or {}).get("index")
         if index is None:
             if not self._indices:
@@ -185,23 +186,25 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             index = self._indices[int(self.np_random.integers(0, len(self._indices)))]
         elif isinstance(index, bool) or not isinstance(index, int | str):
             raise EnvError(f"options['index'] must be an int, got {type(index).__name__}.")
-        return {"name": self.name, "index": index, "custom_task": None}
+        return start_sample_request(self.name, index)
 
-    def _started(self, data: Any, headers: httpx.Headers, index: int | str) -> tuple[list[Message], dict[str, Any]]:
+    def _started(
+        self, data: Observation, headers: httpx.Headers, index: int | str
+    ) -> tuple[list[Message], dict[str, Any]]:
         try:
             self.session_id = int(headers["session_id"])
         except (KeyError, ValueError) as e:
             raise InfraError(f"The controller's start_sample answer has no valid session_id header: {e}") from e
         self._index = index
-        self.tools = list(data.get("tools") or [])
+        self.tools = list(data.tools or [])
         self.action_space = ActionSpace(self.tools)
-        messages = list(data.get("messages") or [])
+        messages = list(data.messages)
         self.messages = list(messages)
-        self._status = str(data.get("status") or SampleStatus.RUNNING.value)
-        if data.get("finish"):
+        self._status = data.status
+        if data.finish:
             self.session_id = None
             if self._status == SampleStatus.TASK_ERROR.value:
-                raise InfraError(f"{self.name}: sample {index} could not start: {data.get('metrics')}")
+                raise InfraError(f"{self.name}: sample {index} could not start: {data.metrics}")
         return messages, self._info(data)
 
     def _step_request(self, action: Any) -> tuple[Message, dict[str, str]]:
@@ -213,22 +216,22 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         self.messages.append(message)
         return message, {"session_id": str(self.session_id)}
 
-    def _stepped(self, data: Any) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
-        messages = list(data.get("messages") or [])
+    def _stepped(self, data: Observation) -> tuple[list[Message], float, bool, bool, dict[str, Any]]:
+        messages = list(data.messages)
         self.messages.extend(messages)
-        if data.get("tools"):
-            self.tools = list(data["tools"])
-        self._status = str(data.get("status") or SampleStatus.RUNNING.value)
-        finished = bool(data.get("finish"))
+        if data.tools:
+            self.tools = list(data.tools)
+        self._status = data.status
+        finished = data.finish
         if finished:
             self.session_id = None
         terminated = finished and self._status in _TERMINATED
-        return messages, float(data.get("reward") or 0.0), terminated, finished and not terminated, self._info(data)
+        return messages, data.reward, terminated, finished and not terminated, self._info(data)
 
-    def _info(self, data: dict[str, Any]) -> dict[str, Any]:
-        metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
+    def _info(self, data: Observation) -> dict[str, Any]:
+        metrics = data.metrics
         infra_error = bool(metrics.get("infra_error", self._status == SampleStatus.TASK_ERROR.value))
-        score = metrics.get("score", data.get("reward") or 0.0)
+        score = metrics.get("score", data.reward)
         info = {
             "task": self.task,
             "split": self.split,
@@ -238,7 +241,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
             "status": self._status,
             "score": float(score or 0.0),
             "infra_error": infra_error,
-            "session_id": self.session_id if self.session_id is not None else data.get("session_id"),
+            "session_id": self.session_id if self.session_id is not None else data.session_id,
         }
         info.update({k: v for k, v in metrics.items() if k not in info})
         return info

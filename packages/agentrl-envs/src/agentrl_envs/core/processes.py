@@ -130,22 +130,32 @@ def spawn(
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid runs (one owned by another user counts as running).
+    """Whether process ``pid`` runs: the one liveness rule for every pid this project checks.
 
-    A zombie does not: a killed process whose parent died too may wait a long time to be reaped (by an init
-    that reaps lazily, or a subreaper that never does), and it can no longer clean up after itself.
+    - A zombie (``Z``) or a dead task (``X``) does not run: a killed process shows as one until its parent
+      reaps it, which may take long (an init that reaps lazily, a subreaper that never does, a controller that
+      has not waited on its killed worker yet), and it can no longer clean up after itself or answer.
+    - A process of another user runs (``EPERM`` on the signal check; procfs mounted with ``hidepid`` hides it).
+    - ``0`` and negative numbers name no process (``os.kill`` would read them as process groups).
+    - Without procfs (not Linux) the signal check alone decides.
     """
+    if pid <= 0:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        # The state follows the command name, which is in parentheses and may itself contain ") ".
+        return stat.rpartition(b")")[2].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        pass  # no procfs, or a pid it hides from us: the signal check decides
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return True  # no procfs: trust the signal check
-    return state != "Z"
+    except OverflowError:  # not a pid at all
+        return False
+    return True
 
 
 def stop_process(process: subprocess.Popen, *, timeout_s: float = 30.0) -> None:

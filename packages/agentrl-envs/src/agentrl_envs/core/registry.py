@@ -34,6 +34,7 @@ from agentrl_envs.core.errors import EnvError, UnknownTaskError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "REMOTE_ENTRY_POINT",
     "TASKS",
     "TASK_GROUPS",
     "TaskSpec",
@@ -56,6 +57,10 @@ ENTRY_POINT_GROUP = "agentrl_envs.tasks"
 
 EnvFactory = Callable[..., gym.Env]
 """An env class or a function ``(**options) -> gym.Env`` (``split``, ``data_root``... among the options)."""
+
+REMOTE_ENTRY_POINT = "agentrl_envs.client.remote:RemoteEnv"
+"""The env of a task served by a controller. Named, like every task's env, rather than imported: the client
+resolves task names here, so the registry must not import it (and it is only loaded when asked for)."""
 
 _SPLIT_SUFFIX = {"test": "std", "train": "env_train", "dev": "dev"}
 _NAMESPACE = "AgentBench"
@@ -249,9 +254,7 @@ def create_env(*, task: str, controller_url: str | None = None, **kwargs: Any) -
         **kwargs: The env's options.
     """
     if controller_url is not None:
-        from agentrl_envs.client.remote import RemoteEnv  # the client is only loaded when asked for
-
-        return RemoteEnv(task, controller_url=controller_url, **kwargs)
+        return load_object(REMOTE_ENTRY_POINT)(task, controller_url=controller_url, **kwargs)
     spec = TASKS[task]
     if spec.entry_point is None:
         raise UnknownTaskError(f"Task {task!r} ({spec.env_id}) is not implemented yet.")

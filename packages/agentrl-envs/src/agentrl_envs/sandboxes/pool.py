@@ -22,9 +22,9 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from agentrl_envs.core.errors import InfraError
+from agentrl_envs.core.processes import pid_alive
 from agentrl_envs.sandboxes.base import ExecResult, Sandbox, SandboxBackend, ShellResult
 
 __all__ = ["PoolSettings", "PoolStats", "PooledSandbox", "SandboxPool"]
@@ -222,7 +222,7 @@ class SandboxPool(SandboxBackend):
 
     def _healthy(self, box: Sandbox) -> bool:
         try:
-            if not (box.alive and _running(box.shell_pid)):
+            if not (box.alive and pid_alive(box.shell_pid)):
                 return False
             if not self.settings.exec_check:
                 return True
@@ -379,14 +379,3 @@ class SandboxPool(SandboxBackend):
             with contextlib.suppress(Exception):
                 box.close()
         self.backend.close()
-
-
-def _running(pid: int) -> bool:
-    """Whether host process ``pid`` exists and is not a zombie (a killed shell shows as one until reaped)."""
-    if pid <= 0:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")

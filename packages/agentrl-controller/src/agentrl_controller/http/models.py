@@ -1,7 +1,10 @@
-"""Wire models of the AgentRL controller API, as upstream's ``agentrl-eval`` and ``agentrl-worker`` use it.
+"""Pydantic models of the AgentRL controller API, as upstream's ``agentrl-eval`` and ``agentrl-worker`` use it.
 
-Requests we own forbid unknown keys; OpenAI messages pass through untouched (``extra="allow"``), because
-dropping a field such as ``tool_calls`` would break tool tasks. See ``AGENTRL_PROTOCOL.md``.
+They validate the requests that take the framework's route (the hot ``interact`` takes the fast path) and
+describe every route in the OpenAPI schema; the JSON shapes are built and read with :mod:`agentrl_envs.wire`,
+and ``tests/agentrl_controller/test_wire_models.py`` keeps the two in step. Requests we own forbid unknown
+keys; OpenAI messages pass through untouched (``extra="allow"``), because dropping a field such as
+``tool_calls`` would break tool tasks. See ``AGENTRL_PROTOCOL.md``.
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ class InteractRequest(_Strict):
 class Observation(BaseModel):
     """The flat observation a client gets from ``start_sample`` and ``interact``.
 
-    ``messages`` are the env's new messages; ``metrics`` carries ``score`` and ``infra_error``.
+    ``messages`` are the env's new messages; ``metrics`` carries ``score`` and ``infra_error``. The schema of
+    :meth:`agentrl_envs.wire.Observation.client_payload`, which builds the answers.
     """
 
     model_config = ConfigDict(extra="allow")
