@@ -8,7 +8,7 @@ import logging
 import httpx
 import pytest
 
-from agentrl_controller.api.models import WorkerStartSampleRequest
+from agentrl_controller.http.models import WorkerStartSampleRequest
 from agentrl_controller.workers.local import LocalWorker, create_worker_app
 from agentrl_controller.workers.noop import NoopEnv
 from tests.agentrl_controller.conftest import call
