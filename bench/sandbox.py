@@ -31,14 +31,14 @@ from typing import Any
 
 from _stats import percentile  # bench/ is on sys.path when a benchmark runs as a script
 from agentrl_envs.sandboxes.base import SandboxBackend
-from agentrl_envs.tasks.os.backends import make_backend
+from agentrl_envs.sandboxes.options import SandboxOptions, open_sandboxes
 
 # label -> how to make its backend
 VARIANTS: dict[str, Callable[[], SandboxBackend]] = {
-    "bwrap-pool": lambda: make_backend("bwrap", pool_size=2),
-    "bwrap-cold": lambda: make_backend("bwrap", pool_size=0),
-    "docker-pool": lambda: make_backend("docker", pool_size=2),
-    "docker-cold": lambda: make_backend("docker", pool_size=0),
+    "bwrap-pool": lambda: open_sandboxes(SandboxOptions(backend="bwrap")),
+    "bwrap-cold": lambda: open_sandboxes(SandboxOptions(backend="bwrap", pool=None)),
+    "docker-pool": lambda: open_sandboxes(SandboxOptions(backend="docker")),
+    "docker-cold": lambda: open_sandboxes(SandboxOptions(backend="docker", pool=None)),
 }
 FIGURES = ("reset_p50_ms", "reset_p99_ms", "bash_p50_ms", "bash_p99_ms")
 ROUND_TRIPS = 5

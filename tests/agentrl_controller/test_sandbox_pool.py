@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -13,9 +14,12 @@ import pytest
 
 from agentrl_controller.config import ControllerConfig, SandboxPoolConfig, TaskConfig, load_config
 from agentrl_controller.errors import ConfigError
+from agentrl_controller.workers.sandboxes import build_pool
 from agentrl_envs.core.processes import pid_alive
+from agentrl_envs.sandboxes.base import Limits
 from agentrl_envs.sandboxes.bwrap import OWNER_FILE, TEMP_PREFIX
 from agentrl_envs.sandboxes.cgroup import cgroup_leftovers
+from agentrl_envs.sandboxes.pool import PoolSettings, SandboxPool
 from tests.agentrl_controller.conftest import call, running, start_server, stop_server
 
 POOL = SandboxPoolConfig(warm=2, maximum=4, images=["default"])
@@ -164,3 +168,29 @@ def test_pool_config_is_validated_and_read_from_yaml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="sandbox_pool"):
         path.write_text("tasks:\n- {name: os-std, env: os, sandbox_pool: {size: 3}}\n")
         load_config(path)
+
+
+def test_the_controller_and_the_env_in_process_build_the_same_pool() -> None:
+    """Same options, same defaults: the worker's pool (``sandbox_pool: {}``) and the env's own (``gym.make``)."""
+    import gymnasium as gym
+
+    options, pool = build_pool(os_task(sandbox_pool=SandboxPoolConfig()))
+    env = gym.make("AgentBench/OS-v0", split="test", backend="bwrap", limits=LIMITS)
+    try:
+        assert isinstance(pool, SandboxPool) and options["backend"] is pool
+        own = env.unwrapped.sandboxes
+        assert isinstance(own, SandboxPool)
+        assert own.settings == pool.settings == PoolSettings()
+        assert type(own.backend) is type(pool.backend) and own.backend.limits == pool.backend.limits == Limits(**LIMITS)
+    finally:
+        env.close()
+        if pool is not None:
+            pool.close()
+
+
+def test_bad_sandbox_options_fail_the_task_with_a_clear_error() -> None:
+    task = os_task(options={"backend": "bwrap", "backend_options": {"pool_size": 2}}, sandbox_pool=POOL)
+    with pytest.raises(ConfigError, match=re.escape("task 'os-pool': The sandbox pool is given twice")):
+        build_pool(task)
+    with pytest.raises(ConfigError, match=re.escape("task 'os-pool': Invalid sandbox options: limits.cpu")):
+        build_pool(os_task(options={"limits": {"cpu": 2}}, sandbox_pool=POOL))

@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from agentrl_controller.config import ControllerConfig, SandboxPoolConfig, TaskConfig
+from agentrl_controller.config import ControllerConfig, TaskConfig
 from agentrl_controller.errors import ConfigError
-from agentrl_envs.core.errors import BackendUnavailableError
-from agentrl_envs.sandboxes.base import Limits, SandboxBackend
-from agentrl_envs.sandboxes.pool import PoolSettings, SandboxPool
+from agentrl_envs.core.errors import BackendUnavailableError, EnvError
+from agentrl_envs.sandboxes.options import open_pool, split_task_options
+from agentrl_envs.sandboxes.pool import SandboxPool
 from agentrl_envs.sandboxes.sweep import Swept, sweep_leftovers
 
 __all__ = ["build_pool", "sweep_orphans"]
@@ -26,39 +26,21 @@ logger = logging.getLogger(__name__)
 def build_pool(task: TaskConfig) -> tuple[dict[str, Any], SandboxPool | None]:
     """The env options of ``task`` with its sandbox pool as the ``backend``, and the pool (to close at the end).
 
+    The sandbox options (``backend``, ``limits``, ``backend_options``) and ``sandbox_pool`` are parsed by the
+    sandbox layer (:func:`~agentrl_envs.sandboxes.options.split_task_options`), as the env parses them in process.
+
     Raises:
-        ConfigError: If the task's options name a backend instance or options the pool cannot take.
+        ConfigError: If the task's sandbox options are invalid; the message says which and how.
     """
-    settings = task.sandbox_pool
-    options = dict(task.options)
-    if settings is None:
-        return options, None
-    from agentrl_envs.tasks.os.backends import make_backend
-
-    name = options.pop("backend", None) or "bwrap"
-    backend_options = dict(options.pop("backend_options", None) or {})
-    backend_options["pool_size"] = 0  # this SandboxPool, configured by sandbox_pool, keeps the warm sandboxes
-    limits = options.pop("limits", None)
-    if isinstance(limits, dict):
-        limits = Limits(**limits)
-    if not isinstance(name, str):
-        raise ConfigError(f"task {task.name!r}: options.backend must be a backend name when sandbox_pool is set.")
-    backend: SandboxBackend = make_backend(name, limits=limits, **backend_options)
-    pool = SandboxPool(backend, _settings(settings))
-    pool.prewarm(settings.images)
-    options["backend"] = pool
-    logger.info("task %s: %s sandbox pool %s", task.name, name, settings.model_dump())
-    return options, pool
-
-
-def _settings(config: SandboxPoolConfig) -> PoolSettings:
-    return PoolSettings(
-        warm=config.warm,
-        maximum=config.maximum,
-        exec_check=config.exec_check,
-        health_timeout_s=config.health_timeout_s,
-        lease_timeout_s=config.lease_timeout_s,
-    )
+    if task.sandbox_pool is None:
+        return dict(task.options), None
+    try:
+        sandbox, options = split_task_options(task.options, pool=task.sandbox_pool)
+    except EnvError as e:
+        raise ConfigError(f"task {task.name!r}: {e}") from None
+    pool = open_pool(sandbox)
+    logger.info("task %s: %s sandbox pool %s", task.name, sandbox.backend, task.sandbox_pool.model_dump())
+    return {**options, "backend": pool}, pool
 
 
 def sweep_orphans(config: ControllerConfig) -> Swept:
