@@ -1,9 +1,12 @@
 """Sandbox backends for tests: bwrap over the OS default rootfs, and Docker with the env_images (dockerd is
-started for the session when none is running, and stopped afterwards)."""
+started for the session when none is running, and stopped afterwards); each cold, behind a warm pool, and
+leased from a sandbox broker process after a lease round trip."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from agentrl_envs.sandboxes.base import Limits, SandboxBackend
+from agentrl_envs.sandboxes.broker_client import BrokerBackend
 from agentrl_envs.sandboxes.bwrap import BwrapBackend
+from agentrl_envs.sandboxes.options import SandboxOptions
 from agentrl_envs.sandboxes.pool import PoolSettings, SandboxPool
 from agentrl_envs.sandboxes.rootfs import ensure_rootfs
 from agentrl_envs.tasks.os.images import docker_tag, ensure_docker_images, recipe
@@ -77,14 +82,102 @@ def docker_pool_backend(docker_engine: None) -> Iterator[SandboxBackend]:
     pool.close()
 
 
+def start_broker(
+    options: SandboxOptions, path: Path, timeout_s: float = 60.0
+) -> tuple[subprocess.Popen, BrokerBackend]:
+    """A sandbox broker process serving ``options``' pool at ``path``, once it answers, and a backend leasing from
+    it; the caller stops it (SIGTERM: it closes every sandbox)."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentrl_envs.sandboxes.broker",
+            "--socket",
+            str(path),
+            "--options",
+            options.model_dump_json(),
+        ],
+        env=os.environ.copy(),
+    )
+    backend = BrokerBackend(str(path), name=options.backend, limits=options.limits)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            stats = backend.stats()
+        except Exception:
+            stats = None
+        if stats is not None and all(s.idle >= options.pool.warm for s in stats.values()):
+            return process, backend
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop_broker(process)
+            raise AssertionError(f"the sandbox broker did not come up within {timeout_s:g} s: {stats}")
+        time.sleep(0.05)
+
+
+def stop_broker(process: subprocess.Popen) -> None:
+    """SIGTERM the broker and wait (it closes its sandboxes); kill it if it does not exit."""
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def lease_round_trip(backend: SandboxBackend) -> None:
+    """One episode through ``backend``: lease, leave a file, a variable, a background process, give back. The next
+    lease must see none of it (a sandbox is never reused across episodes)."""
+    with backend.open("default") as box:
+        box.run_shell("export LEFT=behind; echo dirty > /root/left-behind; (sleep 1234 &)")
+    with backend.open("default") as box:
+        seen = box.run_shell("echo $LEFT; ls /root; pgrep -f 'sleep 1234' | wc -l")
+    assert seen.output == b"\n0\n", f"a sandbox leased after a round trip is not fresh: {seen.output!r}"
+
+
+def _broker_backend(options: SandboxOptions, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxBackend]:
+    process, backend = start_broker(options, tmp_path_factory.mktemp("broker") / "b.sock")
+    try:
+        yield backend
+    finally:
+        stop_broker(process)
+
+
+@pytest.fixture(scope="session")
+def bwrap_broker_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxBackend]:
+    options = SandboxOptions(backend="bwrap", limits=TEST_LIMITS, pool=PoolSettings(warm=1, maximum=4))
+    yield from _broker_backend(options, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def docker_broker_session(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxBackend]:
+    options = SandboxOptions(backend="docker", limits=TEST_LIMITS, pool=PoolSettings(warm=1, maximum=4))
+    yield from _broker_backend(options, tmp_path_factory)
+
+
+@pytest.fixture
+def bwrap_broker_backend(bwrap_broker_session: SandboxBackend) -> SandboxBackend:
+    """bwrap leased from a broker process, after one lease round trip through it."""
+    lease_round_trip(bwrap_broker_session)
+    return bwrap_broker_session
+
+
+@pytest.fixture
+def docker_broker_backend(docker_broker_session: SandboxBackend) -> SandboxBackend:
+    """Docker leased from a broker process, after one lease round trip through it."""
+    lease_round_trip(docker_broker_session)
+    return docker_broker_session
+
+
 @pytest.fixture(
     params=[
         "bwrap",
         "bwrap_pool",
+        "bwrap_broker",
         pytest.param("docker", marks=pytest.mark.docker),
         pytest.param("docker_pool", marks=pytest.mark.docker),
+        pytest.param("docker_broker", marks=pytest.mark.docker),
     ]
 )
 def backend(request: pytest.FixtureRequest) -> SandboxBackend:
-    """Each sandbox backend in turn, cold and behind a warm pool (what the OS task uses by default)."""
+    """Each sandbox backend in turn: cold, behind a warm pool (the OS task's default), and leased from a broker."""
     return request.getfixturevalue(f"{request.param}_backend")

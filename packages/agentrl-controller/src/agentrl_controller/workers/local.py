@@ -37,6 +37,7 @@ from agentrl_controller.workers.sandboxes import build_pool
 from agentrl_envs.core.env import ToolEnv
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.status import SampleStatus
+from agentrl_envs.sandboxes.broker_client import BrokerBackend
 from agentrl_envs.sandboxes.pool import SandboxPool
 
 __all__ = ["LocalWorker", "build_worker", "create_worker_app", "loop_factory", "main"]
@@ -73,7 +74,7 @@ class LocalWorker:
         self._idle: list[ToolEnv] = [make_env()]
         self.num_samples = self._idle[0].num_samples()
         self.tools = self._idle[0].tools
-        self.sandbox_pool: SandboxPool | None = None
+        self.sandbox_pool: SandboxPool | BrokerBackend | None = None
         """The pool the envs lease sandboxes from, owned by the worker (see ``workers/sandboxes.py``)."""
 
     def _observation(self, messages: list[dict[str, Any]], reward: float, info: dict[str, Any]) -> dict:
@@ -245,9 +246,9 @@ async def _watch_parent(parent_pid: int, server: uvicorn.Server) -> None:
     server.should_exit = True
 
 
-async def build_worker(task: TaskConfig) -> LocalWorker:
-    """The task's worker (with its sandbox pool, if configured), and a thread pool sized for blocking steps."""
-    options, pool = await asyncio.to_thread(build_pool, task)
+async def build_worker(task: TaskConfig, *, sandbox_broker: str | None = None) -> LocalWorker:
+    """The task's worker with its sandbox pool (its own, or ``sandbox_broker``'s), and a thread pool for steps."""
+    options, pool = await asyncio.to_thread(build_pool, task, broker=sandbox_broker)
     factory = env_factory(task.env, split=task.split, options=options)
     try:
         worker = await asyncio.to_thread(LocalWorker, factory, concurrency=task.concurrency)
@@ -261,8 +262,8 @@ async def build_worker(task: TaskConfig) -> LocalWorker:
     return worker
 
 
-async def _serve(task: TaskConfig, uds: str) -> None:
-    worker = await build_worker(task)
+async def _serve(task: TaskConfig, uds: str, sandbox_broker: str | None) -> None:
+    worker = await build_worker(task, sandbox_broker=sandbox_broker)
     app = create_worker_app(worker)
     config = uvicorn.Config(
         app, uds=uds, log_level="warning", access_log=False, timeout_keep_alive=3600, backlog=4096, lifespan="off"
@@ -284,12 +285,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m agentrl_controller.workers.local")
     parser.add_argument("--task", required=True, help="The TaskConfig as JSON.")
     parser.add_argument("--uds", required=True, help="Unix socket path to listen on.")
+    parser.add_argument("--sandbox-broker", help="Unix socket of the task's sandbox broker to lease from.")
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s worker %(name)s: %(message)s")
     task = TaskConfig.model_validate_json(args.task)
     with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory()) as runner:
-        runner.run(_serve(task, args.uds))
+        runner.run(_serve(task, args.uds, args.sandbox_broker))
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
