@@ -95,6 +95,13 @@ class Broker:
         self._ready = asyncio.Event()
         self._stopping = False
 
+    @property
+    def pid(self) -> int | None:
+        """The broker's pid while it runs and answers (``None`` before, and while it restarts)."""
+        if self.process is None or self.process.returncode is not None or not self._ready.is_set():
+            return None
+        return self.process.pid
+
     async def start(self) -> None:
         """Start the broker (once) and wait until it answers.
 

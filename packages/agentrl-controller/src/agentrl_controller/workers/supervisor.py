@@ -113,9 +113,9 @@ class Supervisor:
         self._brokers[task.name] = broker
 
     def broker_pid(self, name: str) -> int | None:
-        """The pid of task ``name``'s sandbox broker, if it has one running."""
+        """The pid of task ``name``'s sandbox broker, if it has one running and answering."""
         broker = self._brokers.get(name)
-        return broker.process.pid if broker is not None and broker.process is not None else None
+        return broker.pid if broker is not None else None
 
     async def _run(self, slot: _Slot) -> None:
         backoff = self.settings.restart_backoff_s
