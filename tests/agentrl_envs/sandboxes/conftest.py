@@ -4,9 +4,7 @@ leased from a sandbox broker process after a lease round trip."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentrl_envs.sandboxes.base import Limits, SandboxBackend
-from agentrl_envs.sandboxes.broker_client import BrokerBackend
+from agentrl_envs.sandboxes.broker import start_broker, stop_broker
 from agentrl_envs.sandboxes.bwrap import BwrapBackend
 from agentrl_envs.sandboxes.options import SandboxOptions
 from agentrl_envs.sandboxes.pool import PoolSettings, SandboxPool
@@ -23,6 +21,7 @@ from agentrl_envs.tasks.os.images import docker_tag, ensure_docker_images, recip
 
 REPO = Path(__file__).resolve().parents[3]
 TEST_LIMITS = Limits(memory_mb=256, pids=128, cpus=1.0, command_timeout_s=3.0, disk_mb=128)
+BROKER_POOL = PoolSettings(warm=1, maximum=4, images=["default"])
 
 
 @pytest.fixture(scope="session")
@@ -82,48 +81,6 @@ def docker_pool_backend(docker_engine: None) -> Iterator[SandboxBackend]:
     pool.close()
 
 
-def start_broker(
-    options: SandboxOptions, path: Path, timeout_s: float = 60.0
-) -> tuple[subprocess.Popen, BrokerBackend]:
-    """A sandbox broker process serving ``options``' pool at ``path``, once it answers, and a backend leasing from
-    it; the caller stops it (SIGTERM: it closes every sandbox)."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "agentrl_envs.sandboxes.broker",
-            "--socket",
-            str(path),
-            "--options",
-            options.model_dump_json(),
-        ],
-        env=os.environ.copy(),
-    )
-    backend = BrokerBackend(str(path), name=options.backend, limits=options.limits)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            stats = backend.stats()
-        except Exception:
-            stats = None
-        if stats is not None and all(s.idle >= options.pool.warm for s in stats.values()):
-            return process, backend
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop_broker(process)
-            raise AssertionError(f"the sandbox broker did not come up within {timeout_s:g} s: {stats}")
-        time.sleep(0.05)
-
-
-def stop_broker(process: subprocess.Popen) -> None:
-    """SIGTERM the broker and wait (it closes its sandboxes); kill it if it does not exit."""
-    process.terminate()
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 def lease_round_trip(backend: SandboxBackend) -> None:
     """One episode through ``backend``: lease, leave a file, a variable, a background process, give back. The next
     lease must see none of it (a sandbox is never reused across episodes)."""
@@ -135,7 +92,7 @@ def lease_round_trip(backend: SandboxBackend) -> None:
 
 
 def _broker_backend(options: SandboxOptions, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxBackend]:
-    process, backend = start_broker(options, tmp_path_factory.mktemp("broker") / "b.sock")
+    process, backend = start_broker(options, str(tmp_path_factory.mktemp("broker") / "b.sock"))
     try:
         yield backend
     finally:
@@ -144,13 +101,17 @@ def _broker_backend(options: SandboxOptions, tmp_path_factory: pytest.TempPathFa
 
 @pytest.fixture(scope="session")
 def bwrap_broker_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxBackend]:
-    options = SandboxOptions(backend="bwrap", limits=TEST_LIMITS, pool=PoolSettings(warm=1, maximum=4))
+    options = SandboxOptions(
+        backend="bwrap", limits=TEST_LIMITS, pool=PoolSettings(warm=1, maximum=4, images=["default"])
+    )
     yield from _broker_backend(options, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def docker_broker_session(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxBackend]:
-    options = SandboxOptions(backend="docker", limits=TEST_LIMITS, pool=PoolSettings(warm=1, maximum=4))
+    options = SandboxOptions(
+        backend="docker", limits=TEST_LIMITS, pool=PoolSettings(warm=1, maximum=4, images=["default"])
+    )
     yield from _broker_backend(options, tmp_path_factory)
 
 

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from agentrl_envs.core.errors import InfraError
+from agentrl_envs.sandboxes.broker import start_broker, stop_broker
 from agentrl_envs.sandboxes.options import SandboxOptions
 from agentrl_envs.sandboxes.pool import PoolSettings
 from agentrl_envs.sandboxes.sweep import sweep_leftovers
 from tests.agentrl_controller.test_sandbox_pool import gone, sandboxes_of, wait_for
-from tests.agentrl_envs.sandboxes.conftest import TEST_LIMITS, lease_round_trip, start_broker, stop_broker
+from tests.agentrl_envs.sandboxes.conftest import TEST_LIMITS, lease_round_trip
 
 WORKER = textwrap.dedent(
     """
@@ -49,7 +50,7 @@ def lease_in_child(path: Path, count: int, backend: str) -> tuple[subprocess.Pop
 
 
 def options(backend: str, **pool: object) -> SandboxOptions:
-    return SandboxOptions(backend=backend, limits=TEST_LIMITS, pool=PoolSettings(**pool))  # type: ignore[arg-type]
+    return SandboxOptions(backend=backend, limits=TEST_LIMITS, pool=PoolSettings(images=["default"], **pool))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", ["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
@@ -58,7 +59,7 @@ def test_worker_processes_share_one_pool_and_a_killed_ones_sandboxes_come_back(
 ) -> None:
     if name == "docker":
         request.getfixturevalue("docker_engine")
-    broker, backend = start_broker(options(name, warm=1, maximum=3, lease_timeout_s=2), tmp_path / "b.sock")
+    broker, backend = start_broker(options(name, warm=1, maximum=3, lease_timeout_s=2), str(tmp_path / "b.sock"))
     children: list[subprocess.Popen] = []
     try:
         first, first_said = lease_in_child(tmp_path / "b.sock", 2, name)
@@ -91,7 +92,7 @@ def test_worker_processes_share_one_pool_and_a_killed_ones_sandboxes_come_back(
 
 
 def test_a_given_back_sandbox_is_never_leased_again(tmp_path: Path) -> None:
-    broker, backend = start_broker(options("bwrap", warm=1, maximum=2), tmp_path / "b.sock")
+    broker, backend = start_broker(options("bwrap", warm=1, maximum=2), str(tmp_path / "b.sock"))
     try:
         with backend.open("default") as box:
             first_shell = box.shell_pid
@@ -104,7 +105,7 @@ def test_a_given_back_sandbox_is_never_leased_again(tmp_path: Path) -> None:
 
 
 def test_a_dead_broker_fails_its_workers_at_once_with_a_clear_error(tmp_path: Path) -> None:
-    broker, backend = start_broker(options("bwrap", warm=1, maximum=2), tmp_path / "b.sock")
+    broker, backend = start_broker(options("bwrap", warm=1, maximum=2), str(tmp_path / "b.sock"))
     try:
         box = backend.open("default")
         broker.kill()

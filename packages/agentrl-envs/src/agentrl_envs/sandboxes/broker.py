@@ -22,16 +22,19 @@ import os
 import signal
 import socket
 import socketserver
+import subprocess
+import sys
 import threading
+import time
 from dataclasses import asdict
 from typing import Any
 
 from agentrl_envs.core.errors import InfraError
-from agentrl_envs.sandboxes.broker_client import encode, recv_frame, send_frame
+from agentrl_envs.sandboxes.broker_client import BrokerBackend, encode, recv_frame, send_frame
 from agentrl_envs.sandboxes.options import SandboxOptions, open_pool
 from agentrl_envs.sandboxes.pool import PooledSandbox, SandboxPool
 
-__all__ = ["SandboxBroker", "main"]
+__all__ = ["SandboxBroker", "main", "start_broker", "stop_broker"]
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +121,45 @@ def _run(box: PooledSandbox, op: Any, request: dict[str, Any]) -> dict[str, Any]
         return {"error": f"sandbox broker: unknown request {op!r}; known: run_shell, exec, settle, alive."}
     except InfraError as e:
         return {"error": str(e), "type": type(e).__name__}
+
+
+def start_broker(
+    options: SandboxOptions, path: str, *, timeout_s: float = 60.0
+) -> tuple[subprocess.Popen[bytes], BrokerBackend]:
+    """Start a broker process at ``path`` and wait until ``pool.images`` each have ``warm`` idle sandboxes.
+
+    For scripts and tests; the controller starts (and restarts) its brokers itself.
+
+    Returns:
+        The process (stop it with :func:`stop_broker`) and a backend that leases from it.
+
+    Raises:
+        InfraError: If it exited or did not get ready within ``timeout_s``.
+    """
+    command = [sys.executable, "-m", "agentrl_envs.sandboxes.broker", "--socket", path]
+    process = subprocess.Popen([*command, "--options", options.model_dump_json()], stdin=subprocess.DEVNULL)
+    backend = BrokerBackend(path, name=options.backend, limits=options.limits)
+    warm, images = (options.pool.warm, options.pool.images) if options.pool is not None else (0, [])
+    deadline = time.monotonic() + timeout_s
+    stats = None
+    while process.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(InfraError):  # not listening yet
+            stats = backend.stats()
+            if all(image in stats and stats[image].idle >= warm for image in images):
+                return process, backend
+        time.sleep(0.05)
+    stop_broker(process)
+    raise InfraError(f"The sandbox broker at {path} did not get ready within {timeout_s:g} s (pool: {stats}).")
+
+
+def stop_broker(process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+    """SIGTERM a broker process and wait for it (it closes every sandbox); kill it past ``timeout_s``."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def main(argv: list[str] | None = None) -> None:
