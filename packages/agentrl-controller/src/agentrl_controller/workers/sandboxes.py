@@ -74,7 +74,9 @@ def build_pool(
     sandbox, options = sandbox_options(task)
     pool: SandboxPool | BrokerBackend
     if broker is not None:
-        pool = BrokerBackend(broker, name=sandbox.backend, limits=sandbox.limits)
+        pool = BrokerBackend(
+            broker, name=sandbox.backend, limits=sandbox.limits, lease_timeout_s=task.sandbox_pool.lease_timeout_s
+        )
     else:
         pool = open_pool(sandbox)
     logger.info("task %s: %s sandbox pool %s (broker: %s)", task.name, sandbox.backend, sandbox.pool, broker)

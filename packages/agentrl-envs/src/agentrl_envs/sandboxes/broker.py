@@ -30,6 +30,7 @@ from dataclasses import asdict
 from typing import Any
 
 from agentrl_envs.core.errors import InfraError
+from agentrl_envs.core.processes import stop_process
 from agentrl_envs.sandboxes.broker_client import BrokerBackend, encode, recv_frame, send_frame
 from agentrl_envs.sandboxes.options import SandboxOptions, open_pool
 from agentrl_envs.sandboxes.pool import PooledSandbox, SandboxPool
@@ -138,7 +139,8 @@ def start_broker(
     """
     command = [sys.executable, "-m", "agentrl_envs.sandboxes.broker", "--socket", path]
     process = subprocess.Popen([*command, "--options", options.model_dump_json()], stdin=subprocess.DEVNULL)
-    backend = BrokerBackend(path, name=options.backend, limits=options.limits)
+    lease_timeout_s = options.pool.lease_timeout_s if options.pool is not None else None
+    backend = BrokerBackend(path, name=options.backend, limits=options.limits, lease_timeout_s=lease_timeout_s)
     warm, images = (options.pool.warm, options.pool.images) if options.pool is not None else (0, [])
     deadline = time.monotonic() + timeout_s
     stats = None
@@ -154,12 +156,7 @@ def start_broker(
 
 def stop_broker(process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
     """SIGTERM a broker process and wait for it (it closes every sandbox); kill it past ``timeout_s``."""
-    process.terminate()
-    try:
-        process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    stop_process(process, timeout_s=timeout_s)
 
 
 def main(argv: list[str] | None = None) -> None:

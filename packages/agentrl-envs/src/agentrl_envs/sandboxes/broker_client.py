@@ -144,11 +144,20 @@ class BrokerSandbox(Sandbox):
 class BrokerBackend(SandboxBackend):
     """Sandboxes leased from the broker listening at ``path`` (see the module docstring)."""
 
-    def __init__(self, path: str, *, name: str, limits: Limits) -> None:
-        """Lease from the broker at ``path`` (a Unix socket); ``name`` and ``limits`` are the broker's backend's."""
+    def __init__(self, path: str, *, name: str, limits: Limits, lease_timeout_s: float | None = None) -> None:
+        """Lease from the broker at ``path`` (a Unix socket).
+
+        Args:
+            path: The broker's socket.
+            name: The name of the broker's backend (``bwrap``, ``docker``).
+            limits: The limits of its sandboxes (they bound how long a command may take to answer).
+            lease_timeout_s: The broker pool's own lease timeout (a lease is given up a margin after it);
+                ``None``: wait as long as the broker takes.
+        """
         self.path = path
         self.name = name
         self.limits = limits
+        self.lease_timeout_s = lease_timeout_s
 
     def open(self, image: str) -> BrokerSandbox:
         """Lease a sandbox of ``image`` (waits, like the pool, while the broker's pool is at its maximum).
@@ -158,7 +167,8 @@ class BrokerBackend(SandboxBackend):
         """
         sock = self._connect()
         try:
-            answer = self.exchange(sock, {"op": "lease", "image": image}, None)
+            wait_s = None if self.lease_timeout_s is None else self.lease_timeout_s + _ANSWER_MARGIN_S
+            answer = self.exchange(sock, {"op": "lease", "image": image}, wait_s)
         except BaseException:
             sock.close()
             raise
