@@ -2,10 +2,12 @@
 
 Variants: ``bwrap-pool`` and ``docker-pool`` (the OS task's default: a sandbox leased from a warm
 ``SandboxPool`` of 2 per image, started and its shell ready; the used one is closed in the background),
-``bwrap-cold`` (a bubblewrap sandbox started per episode) and ``docker-cold`` (``docker run`` and
-``docker exec`` per episode). Reset is the time from asking the backend for a sandbox to a shell that
-answers; the round trip is one ``echo`` through the shell as the OS task's ``bash_action`` runs it. Closing
-is not timed (a pool does it in the background; cold, the episode's end pays it).
+``bwrap-cold`` (a bubblewrap sandbox started per episode), ``docker-cold`` (``docker run`` and
+``docker exec`` per episode), and ``bwrap-broker`` and ``docker-broker`` (the same warm pool of 2, owned by a
+sandbox broker process and leased over its Unix socket, as the controller's worker processes of a task lease
+it: every reset and every command crosses one more local hop). Reset is the time from asking the backend for a
+sandbox to a shell that answers; the round trip is one ``echo`` through the shell as the OS task's
+``bash_action`` runs it. Closing is not timed (a pool does it in the background; cold, the episode's end pays it).
 
 Each variant is measured ``--runs`` times (a new backend each run); the table shows the median over the
 runs of each figure and, in brackets, its lowest and highest run. The load average is printed beside them
@@ -13,6 +15,7 @@ runs of each figure and, in brackets, its lowest and highest run. The load avera
 
     uv run python bench/sandbox.py                        # all variants, 3 runs of 50 resets each
     uv run python bench/sandbox.py --variants bwrap-pool --resets 200 --runs 5
+    uv run python bench/sandbox.py --variants bwrap-broker,docker-broker   # reset through the broker
 
 Needs root (bwrap) and a running Docker engine with env_images/os/build done (docker variants).
 Prints a table and, last, one JSON line with every figure (what ``docs/benchmarks.md`` records).
@@ -25,20 +28,41 @@ import json
 import os
 import platform
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
 from _stats import percentile  # bench/ is on sys.path when a benchmark runs as a script
 from agentrl_envs.sandboxes.base import SandboxBackend
-from agentrl_envs.tasks.os.backends import make_backend
+from agentrl_envs.sandboxes.broker import start_broker, stop_broker
+from agentrl_envs.sandboxes.broker_client import BrokerBackend
+from agentrl_envs.sandboxes.options import SandboxOptions, open_sandboxes
+from agentrl_envs.sandboxes.pool import PoolSettings
+
+
+class _Brokered(BrokerBackend):
+    """A backend leasing from a broker process this benchmark started; ``close`` stops the broker."""
+
+    def __init__(self, name: str) -> None:
+        options = SandboxOptions(backend=name, pool=PoolSettings(images=["default"]))
+        self._dir = tempfile.TemporaryDirectory(prefix="bench-broker-")
+        self._process, ready = start_broker(options, os.path.join(self._dir.name, "b.sock"))
+        super().__init__(ready.path, name=ready.name, limits=ready.limits)
+
+    def close(self) -> None:
+        stop_broker(self._process)
+        self._dir.cleanup()
+
 
 # label -> how to make its backend
 VARIANTS: dict[str, Callable[[], SandboxBackend]] = {
-    "bwrap-pool": lambda: make_backend("bwrap", pool_size=2),
-    "bwrap-cold": lambda: make_backend("bwrap", pool_size=0),
-    "docker-pool": lambda: make_backend("docker", pool_size=2),
-    "docker-cold": lambda: make_backend("docker", pool_size=0),
+    "bwrap-pool": lambda: open_sandboxes(SandboxOptions(backend="bwrap")),
+    "bwrap-cold": lambda: open_sandboxes(SandboxOptions(backend="bwrap", pool=None)),
+    "docker-pool": lambda: open_sandboxes(SandboxOptions(backend="docker")),
+    "docker-cold": lambda: open_sandboxes(SandboxOptions(backend="docker", pool=None)),
+    "bwrap-broker": lambda: _Brokered("bwrap"),
+    "docker-broker": lambda: _Brokered("docker"),
 }
 FIGURES = ("reset_p50_ms", "reset_p99_ms", "bash_p50_ms", "bash_p99_ms")
 ROUND_TRIPS = 5

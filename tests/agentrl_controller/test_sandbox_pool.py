@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -13,9 +14,13 @@ import pytest
 
 from agentrl_controller.config import ControllerConfig, SandboxPoolConfig, TaskConfig, load_config
 from agentrl_controller.errors import ConfigError
+from agentrl_controller.workers.sandboxes import build_pool
 from agentrl_envs.core.processes import pid_alive
+from agentrl_envs.sandboxes.base import Limits
 from agentrl_envs.sandboxes.bwrap import OWNER_FILE, TEMP_PREFIX
 from agentrl_envs.sandboxes.cgroup import cgroup_leftovers
+from agentrl_envs.sandboxes.pool import PoolSettings, SandboxPool
+from agentrl_envs.sandboxes.sweep import sweep_leftovers
 from tests.agentrl_controller.conftest import call, running, start_server, stop_server
 
 POOL = SandboxPoolConfig(warm=2, maximum=4, images=["default"])
@@ -164,3 +169,85 @@ def test_pool_config_is_validated_and_read_from_yaml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="sandbox_pool"):
         path.write_text("tasks:\n- {name: os-std, env: os, sandbox_pool: {size: 3}}\n")
         load_config(path)
+
+
+def test_the_controller_and_the_env_in_process_build_the_same_pool() -> None:
+    """Same options, same defaults: the worker's pool (``sandbox_pool: {}``) and the env's own (``gym.make``)."""
+    import gymnasium as gym
+
+    options, pool = build_pool(os_task(sandbox_pool=SandboxPoolConfig()))
+    env = gym.make("AgentBench/OS-v0", split="test", backend="bwrap", limits=LIMITS)
+    try:
+        assert isinstance(pool, SandboxPool) and options["backend"] is pool
+        own = env.unwrapped.sandboxes
+        assert isinstance(own, SandboxPool)
+        assert own.settings == pool.settings == PoolSettings()
+        assert type(own.backend) is type(pool.backend) and own.backend.limits == pool.backend.limits == Limits(**LIMITS)
+    finally:
+        env.close()
+        if pool is not None:
+            pool.close()
+
+
+def test_bad_sandbox_options_fail_the_task_with_a_clear_error() -> None:
+    task = os_task(options={"backend": "bwrap", "backend_options": {"pool_size": 2}}, sandbox_pool=POOL)
+    with pytest.raises(ConfigError, match=re.escape("task 'os-pool': The sandbox pool is given twice")):
+        build_pool(task)
+    with pytest.raises(ConfigError, match=re.escape("task 'os-pool': Invalid sandbox options: limits.cpu")):
+        build_pool(os_task(options={"limits": {"cpu": 2}}, sandbox_pool=POOL))
+
+
+async def _until(predicate, what: str, timeout: float = 60.0) -> None:  # noqa: ANN001 - a test helper
+    """``wait_for`` that lets the controller's event loop run (it restarts the broker)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+async def test_the_worker_processes_of_a_task_lease_from_one_broker() -> None:
+    pool = SandboxPoolConfig(warm=1, maximum=3, images=["default"])
+    config = ControllerConfig(
+        tasks=[os_task(sandbox_pool=pool, workers=2)], sweep_sandboxes=False, sessions={"sweep_interval_s": 0.1}
+    )
+    async with running(config) as (controller, client):
+        broker_pid = controller.supervisor.broker_pid("os-pool")
+        assert broker_pid is not None
+        await _until(lambda: len(controller.pool.for_task("os-pool")) == 2, "both workers")
+        workers = {w.pid for w in controller.pool.for_task("os-pool")}
+        await _until(lambda: sandboxes_of({broker_pid})["temp dirs"] == 1, "the broker's warm sandbox")
+        sids = []
+        for _ in range(2):  # one session on each worker (the controller picks the freer one)
+            response = await client.post("start_sample", json={"name": "os-pool", "index": 0})
+            assert response.status_code == 200, response.text
+            sids.append(int(response.headers["session_id"]))
+        assert {s.worker.pid for s in controller.sessions.sessions.values()} == workers
+        for sid in sids:
+            out = await client.post(
+                "interact",
+                headers={"session_id": str(sid)},
+                json={"messages": [call("bash_action", '{"script": "id -u"}')]},
+            )
+            assert "0" in out.json()["messages"][-1]["content"], out.text
+        assert sandboxes_of(workers)["temp dirs"] == 0  # every sandbox is the broker's...
+        assert 2 <= sandboxes_of({broker_pid})["temp dirs"] <= 3  # ...and the task's maximum holds
+        await asyncio.sleep(0.5)  # the upkeep loop fetches the counters: the one pool is counted once
+        metrics = (await client.get("http://testserver/metrics")).text
+        assert 'controller_sandbox_pool_sandboxes{image="default",state="leased",task="os-pool"} 2.0' in metrics
+        # the broker dies: the sessions' next step ends as a task error at once, and a new broker serves new ones
+        os.kill(broker_pid, signal.SIGKILL)
+        out = await client.post(
+            "interact",
+            headers={"session_id": str(sids[0])},
+            json={"messages": [call("bash_action", '{"script": "ls"}')]},
+        )
+        assert out.json()["status"] == "task error" and out.json()["finish"] is True, out.text
+        await _until(lambda: controller.supervisor.broker_pid("os-pool") not in (None, broker_pid), "a new broker")
+        response = await client.post("start_sample", json={"name": "os-pool", "index": 0})
+        assert response.status_code == 200 and response.json()["status"] == "running", response.text
+        new_broker = controller.supervisor.broker_pid("os-pool")
+    assert new_broker is not None and gone(new_broker) and all(gone(pid) for pid in workers if pid)
+    assert sandboxes_of({new_broker}) == {"temp dirs": 0, "cgroups": 0}
+    sweep_leftovers()  # what the killed broker left (its dead owner's temp dirs and cgroups)
+    assert sandboxes_of({broker_pid}) == {"temp dirs": 0, "cgroups": 0}

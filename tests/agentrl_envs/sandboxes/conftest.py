@@ -1,5 +1,6 @@
 """Sandbox backends for tests: bwrap over the OS default rootfs, and Docker with the env_images (dockerd is
-started for the session when none is running, and stopped afterwards)."""
+started for the session when none is running, and stopped afterwards); each cold, behind a warm pool, and
+leased from a sandbox broker process after a lease round trip."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from pathlib import Path
 import pytest
 
 from agentrl_envs.sandboxes.base import Limits, SandboxBackend
+from agentrl_envs.sandboxes.broker import start_broker, stop_broker
 from agentrl_envs.sandboxes.bwrap import BwrapBackend
+from agentrl_envs.sandboxes.options import SandboxOptions
 from agentrl_envs.sandboxes.pool import PoolSettings, SandboxPool
 from agentrl_envs.sandboxes.rootfs import ensure_rootfs
 from agentrl_envs.tasks.os.images import docker_tag, ensure_docker_images, recipe
 
 REPO = Path(__file__).resolve().parents[3]
 TEST_LIMITS = Limits(memory_mb=256, pids=128, cpus=1.0, command_timeout_s=3.0, disk_mb=128)
+BROKER_POOL = PoolSettings(warm=1, maximum=4, images=["default"])
 
 
 @pytest.fixture(scope="session")
@@ -77,14 +81,64 @@ def docker_pool_backend(docker_engine: None) -> Iterator[SandboxBackend]:
     pool.close()
 
 
+def lease_round_trip(backend: SandboxBackend) -> None:
+    """One episode through ``backend``: lease, leave a file, a variable, a background process, give back. The next
+    lease must see none of it (a sandbox is never reused across episodes)."""
+    with backend.open("default") as box:
+        box.run_shell("export LEFT=behind; echo dirty > /root/left-behind; (sleep 1234 &)")
+    with backend.open("default") as box:
+        seen = box.run_shell("echo $LEFT; ls /root; pgrep -f 'sleep 1234' | wc -l")
+    assert seen.output == b"\n0\n", f"a sandbox leased after a round trip is not fresh: {seen.output!r}"
+
+
+def _broker_backend(options: SandboxOptions, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxBackend]:
+    process, backend = start_broker(options, str(tmp_path_factory.mktemp("broker") / "b.sock"))
+    try:
+        yield backend
+    finally:
+        stop_broker(process)
+
+
+@pytest.fixture(scope="session")
+def bwrap_broker_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxBackend]:
+    options = SandboxOptions(
+        backend="bwrap", limits=TEST_LIMITS, pool=PoolSettings(warm=1, maximum=4, images=["default"])
+    )
+    yield from _broker_backend(options, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def docker_broker_session(docker_engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxBackend]:
+    options = SandboxOptions(
+        backend="docker", limits=TEST_LIMITS, pool=PoolSettings(warm=1, maximum=4, images=["default"])
+    )
+    yield from _broker_backend(options, tmp_path_factory)
+
+
+@pytest.fixture
+def bwrap_broker_backend(bwrap_broker_session: SandboxBackend) -> SandboxBackend:
+    """bwrap leased from a broker process, after one lease round trip through it."""
+    lease_round_trip(bwrap_broker_session)
+    return bwrap_broker_session
+
+
+@pytest.fixture
+def docker_broker_backend(docker_broker_session: SandboxBackend) -> SandboxBackend:
+    """Docker leased from a broker process, after one lease round trip through it."""
+    lease_round_trip(docker_broker_session)
+    return docker_broker_session
+
+
 @pytest.fixture(
     params=[
         "bwrap",
         "bwrap_pool",
+        "bwrap_broker",
         pytest.param("docker", marks=pytest.mark.docker),
         pytest.param("docker_pool", marks=pytest.mark.docker),
+        pytest.param("docker_broker", marks=pytest.mark.docker),
     ]
 )
 def backend(request: pytest.FixtureRequest) -> SandboxBackend:
-    """Each sandbox backend in turn, cold and behind a warm pool (what the OS task uses by default)."""
+    """Each sandbox backend in turn: cold, behind a warm pool (the OS task's default), and leased from a broker."""
     return request.getfixturevalue(f"{request.param}_backend")

@@ -13,7 +13,7 @@ import pytest
 from agentrl_envs.sandboxes.base import SandboxBackend
 from agentrl_envs.sandboxes.bwrap import TEMP_PREFIX
 from agentrl_envs.sandboxes.cgroup import cgroup_leftovers
-from agentrl_envs.tasks.os.backends import make_backend
+from agentrl_envs.sandboxes.options import SandboxOptions, open_sandboxes
 from agentrl_envs.tasks.os.env import OSEnv
 from tests.agentrl_envs.sandboxes.conftest import TEST_LIMITS
 
@@ -71,7 +71,7 @@ def _backend(name: str, request: pytest.FixtureRequest) -> SandboxBackend:
     """The OS task's default: the backend behind a warm pool (used sandboxes are closed in the background)."""
     if name == "docker":
         request.getfixturevalue("docker_engine")
-    return make_backend(name, limits=TEST_LIMITS)
+    return open_sandboxes(SandboxOptions(backend=name, limits=TEST_LIMITS))
 
 
 @pytest.mark.slow

@@ -17,15 +17,16 @@ from agentrl_envs.core.errors import InfraError
 from agentrl_envs.sandboxes.base import SandboxBackend
 from agentrl_envs.sandboxes.bwrap import OWNER_FILE, TEMP_PREFIX
 from agentrl_envs.sandboxes.cgroup import cgroup_leftovers
+from agentrl_envs.sandboxes.options import SandboxOptions, open_sandboxes
 from agentrl_envs.sandboxes.pool import PooledSandbox, PoolSettings, SandboxPool
-from agentrl_envs.tasks.os.backends import make_backend
 from tests.agentrl_envs.sandboxes.conftest import TEST_LIMITS
 
 
 def _backend(name: str, request: pytest.FixtureRequest) -> SandboxBackend:
     if name == "docker":
         request.getfixturevalue("docker_engine")
-    return make_backend(name, limits=TEST_LIMITS, pool_size=0)  # the test's SandboxPool does the pooling
+    # the test's SandboxPool does the pooling
+    return open_sandboxes(SandboxOptions(backend=name, limits=TEST_LIMITS, pool=None))
 
 
 def ours() -> dict[str, int]:

@@ -20,8 +20,8 @@ from tests.agentrl_envs.sandboxes.test_cleanup import _leftovers
 OWNER = textwrap.dedent(
     """
     import sys, time
-    from agentrl_envs.tasks.os.backends import make_backend
-    backend = make_backend(sys.argv[1], pool_size=0)
+    from agentrl_envs.sandboxes.options import SandboxOptions, open_sandboxes
+    backend = open_sandboxes(SandboxOptions(backend=sys.argv[1], pool=None))
     box = backend.open("default")
     print("ready", flush=True)
     time.sleep(1000)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agentrl_controller.errors import ConfigError
 from agentrl_envs.core.registry import TASKS
+from agentrl_envs.sandboxes.pool import PoolSettings
 
 __all__ = [
     "AdmissionConfig",
@@ -35,28 +36,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class SandboxPoolConfig(_Strict):
-    """A pool of started sandboxes per image for a sandboxed task (OS), kept in each of its worker processes."""
-
-    warm: int = Field(2, ge=0, le=1000)
-    """Started sandboxes kept idle per image, ready for the next episode."""
-    maximum: int = Field(64, ge=1, le=10_000)
-    """Most sandboxes per image at once in one worker process (idle, leased, starting and closing). Each
-    sandbox serves one episode: it is closed, never reused, when the episode ends."""
-    exec_check: bool = False
-    """Health check by running ``true`` in the sandbox before each lease (else: its shell process is alive)."""
-    health_timeout_s: float = Field(5.0, gt=0)
-    """Time the ``exec_check`` may take."""
-    lease_timeout_s: float = Field(120.0, gt=0)
-    """How long an episode waits for a sandbox when ``maximum`` are in use before it ends as a task error."""
-    images: list[str] = Field(default_factory=list)
-    """Images to warm when the worker starts (others are warmed from their first lease on)."""
-
-    @model_validator(mode="after")
-    def _check(self) -> SandboxPoolConfig:
-        if self.warm > self.maximum:
-            raise ValueError(f"sandbox_pool.warm ({self.warm}) exceeds sandbox_pool.maximum ({self.maximum}).")
-        return self
+SandboxPoolConfig = PoolSettings
+"""A task's ``sandbox_pool``: the sandbox layer's own pool settings (one set of defaults with the env in process)."""
 
 
 class TaskConfig(_Strict):
@@ -79,8 +60,9 @@ class TaskConfig(_Strict):
     aliases: list[str] = Field(default_factory=list)
     """Other names that reach this task (e.g. ``db`` for ``dbbench-std``)."""
     sandbox_pool: SandboxPoolConfig | None = None
-    """Pool the task's sandboxes (``options.backend``: ``bwrap`` or ``docker``); ``None``: one cold sandbox per
-    episode. Only for envs that take a ``backend`` option (the OS task)."""
+    """One pool of the task's sandboxes per worker process, shared by its envs (``options.backend``: ``bwrap`` or
+    ``docker``); ``None``: each env keeps its own (``options.backend_options.pool_size``, 2 by default). Only for
+    envs that take a ``backend`` option (the OS task)."""
 
 
 class AdmissionConfig(_Strict):

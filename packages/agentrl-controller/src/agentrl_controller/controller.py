@@ -24,7 +24,7 @@ from agentrl_controller.sessions.admission import AdmissionQueue
 from agentrl_controller.sessions.manager import SessionManager
 from agentrl_controller.workers.client import WorkerClient
 from agentrl_controller.workers.pool import Worker, WorkerPool
-from agentrl_controller.workers.sandboxes import sweep_orphans
+from agentrl_controller.workers.sandboxes import sweep_orphans, uses_broker
 from agentrl_controller.workers.supervisor import Supervisor
 from agentrl_envs.core.errors import UnknownTaskError
 from agentrl_envs.core.registry import resolve_task
@@ -208,7 +208,13 @@ class Controller:
         m.queue_depth.set(self.admission.waiting())
         m.sandboxes.clear()
         m.sandboxes_replaced.clear()
+        shared = {task.name for task in self.config.tasks if uses_broker(task)}
+        counted: set[str] = set()
         for w in self.pool.workers.values():
+            if w.task in shared:  # every worker of the task reports the one pool of its broker: count it once
+                if w.task in counted:
+                    continue
+                counted.add(w.task)
             for image, stats in w.sandbox_pool.items():
                 for state in ("idle", "leased", "starting", "closing"):
                     m.sandboxes.labels(w.task, image, state).inc(stats.get(state, 0))

@@ -38,6 +38,7 @@ from agentrl_envs.core import EnvPool
 from agentrl_envs.core.env import ToolEnv
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.core.status import SampleStatus
+from agentrl_envs.sandboxes.broker_client import BrokerBackend
 from agentrl_envs.sandboxes.pool import SandboxPool
 from agentrl_envs.wire import CancelBody, Observation, WorkerInteractAnswer, cancel_body, worker_interact_answer
 
@@ -76,7 +77,7 @@ class LocalWorker:
         self.tools = first.tools
         self.envs = EnvPool(make_env, size=concurrency, envs=[first])
         """One env per session, reused by later sessions once its episode ends."""
-        self.sandbox_pool: SandboxPool | None = None
+        self.sandbox_pool: SandboxPool | BrokerBackend | None = None
         """The pool the envs lease sandboxes from, owned by the worker (see ``workers/sandboxes.py``)."""
 
     def _observation(self, messages: list[dict[str, Any]], reward: float, info: dict[str, Any]) -> dict[str, Any]:
@@ -238,9 +239,9 @@ async def _watch_parent(parent_pid: int, server: uvicorn.Server) -> None:
     server.should_exit = True
 
 
-async def build_worker(task: TaskConfig) -> LocalWorker:
-    """The task's worker (with its sandbox pool, if configured), and a thread pool sized for blocking steps."""
-    options, pool = await asyncio.to_thread(build_pool, task)
+async def build_worker(task: TaskConfig, *, sandbox_broker: str | None = None) -> LocalWorker:
+    """The task's worker with its sandbox pool (its own, or ``sandbox_broker``'s), and a thread pool for steps."""
+    options, pool = await asyncio.to_thread(build_pool, task, broker=sandbox_broker)
     factory = env_factory(task.env, split=task.split, options=options)
     try:
         worker = await asyncio.to_thread(LocalWorker, factory, concurrency=task.concurrency)
@@ -254,8 +255,8 @@ async def build_worker(task: TaskConfig) -> LocalWorker:
     return worker
 
 
-async def _serve(task: TaskConfig, uds: str) -> None:
-    worker = await build_worker(task)
+async def _serve(task: TaskConfig, uds: str, sandbox_broker: str | None) -> None:
+    worker = await build_worker(task, sandbox_broker=sandbox_broker)
     app = create_worker_app(worker)
     config = uvicorn.Config(
         app, uds=uds, log_level="warning", access_log=False, timeout_keep_alive=3600, backlog=4096, lifespan="off"
@@ -277,12 +278,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m agentrl_controller.workers.local")
     parser.add_argument("--task", required=True, help="The TaskConfig as JSON.")
     parser.add_argument("--uds", required=True, help="Unix socket path to listen on.")
+    parser.add_argument("--sandbox-broker", help="Unix socket of the task's sandbox broker to lease from.")
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s worker %(name)s: %(message)s")
     task = TaskConfig.model_validate_json(args.task)
     with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory()) as runner:
-        runner.run(_serve(task, args.uds))
+        runner.run(_serve(task, args.uds, args.sandbox_broker))
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -21,7 +21,9 @@ from pathlib import Path
 from agentrl_controller.config import TaskConfig, WorkerConfig
 from agentrl_controller.errors import TaskUnavailableError, WorkerError
 from agentrl_controller.workers.client import WorkerClient
+from agentrl_controller.workers.logs import log_tail
 from agentrl_controller.workers.pool import Worker, WorkerPool
+from agentrl_controller.workers.sandboxes import Broker, uses_broker
 
 __all__ = ["Supervisor"]
 
@@ -57,6 +59,8 @@ class Supervisor:
         self.pool = pool
         self.run_dir = run_dir
         self._slots: dict[str, list[_Slot]] = {}
+        self._brokers: dict[str, Broker] = {}
+        """The sandbox broker of each task whose workers share one pool (started before them, stopped after)."""
         self._stopping = False
         self._lock = asyncio.Lock()
 
@@ -74,6 +78,7 @@ class Supervisor:
         async with self._lock:
             slots = self._slots.get(name)
             if slots is None or all(s.runner is None or s.runner.done() for s in slots):
+                await self._ensure_broker(task)
                 slots = [_Slot(task, n) for n in range(task.workers)]
                 self._slots[name] = slots
                 for slot in slots:
@@ -89,6 +94,28 @@ class Supervisor:
         if not any(s.ready.is_set() for s in slots):
             errors = "; ".join(s.last_error or "did not start" for s in slots)
             raise TaskUnavailableError(f"Workers for task {name!r} could not be started: {errors}")
+
+    async def _ensure_broker(self, task: TaskConfig) -> None:
+        """Start the task's sandbox broker if its workers share one pool.
+
+        Raises:
+            TaskUnavailableError: If the broker did not come up; the message has its log's tail.
+        """
+        if not uses_broker(task) or task.name in self._brokers:
+            return
+        index = list(self.tasks).index(task.name)
+        broker = Broker(task, self.run_dir / f"b{index}.sock", self.run_dir / f"b{index}.log")
+        try:
+            await broker.start()
+        except WorkerError as e:
+            await broker.stop(0)
+            raise TaskUnavailableError(f"The sandbox broker of task {task.name!r} could not be started: {e}") from e
+        self._brokers[task.name] = broker
+
+    def broker_pid(self, name: str) -> int | None:
+        """The pid of task ``name``'s sandbox broker, if it has one running and answering."""
+        broker = self._brokers.get(name)
+        return broker.pid if broker is not None else None
 
     async def _run(self, slot: _Slot) -> None:
         backoff = self.settings.restart_backoff_s
@@ -122,6 +149,8 @@ class Supervisor:
         log_path = self.run_dir / f"w{index}-{slot.number}.log"
         with contextlib.suppress(FileNotFoundError):
             os.unlink(uds)
+        broker = self._brokers.get(name)
+        broker_args = ["--sandbox-broker", str(broker.path)] if broker is not None else []
         with log_path.open("ab") as log:
             slot.process = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -131,6 +160,7 @@ class Supervisor:
                 slot.task.model_dump_json(),
                 "--uds",
                 uds,
+                *broker_args,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -168,13 +198,13 @@ class Supervisor:
         deadline = time.monotonic() + self.settings.start_timeout_s
         while time.monotonic() < deadline:
             if process.returncode is not None:
-                raise WorkerError(f"exited with code {process.returncode}: {_tail(log_path)}")
+                raise WorkerError(f"exited with code {process.returncode}: {log_tail(log_path)}")
             try:
                 # bounded too: a worker that accepts the connection but never answers must not hang the start
                 return await asyncio.wait_for(client.get_indices(), max(deadline - time.monotonic(), 0.1))
             except (WorkerError, TimeoutError):
                 await asyncio.sleep(0.05)
-        raise WorkerError(f"not ready after {self.settings.start_timeout_s:g} s: {_tail(log_path)}")
+        raise WorkerError(f"not ready after {self.settings.start_timeout_s:g} s: {log_tail(log_path)}")
 
     async def _watch(self, slot: _Slot) -> None:
         assert slot.process is not None and slot.worker is not None
@@ -206,6 +236,8 @@ class Supervisor:
                 slot.runner.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await slot.runner
+        # after the workers: their envs give their sandboxes back first; the broker then closes every sandbox
+        await asyncio.gather(*(broker.stop(self.settings.drain_timeout_s) for broker in self._brokers.values()))
 
     def processes(self) -> list[tuple[str, int | None, int]]:
         """``(task, pid, restarts)`` of every supervised process."""
@@ -220,11 +252,3 @@ class Supervisor:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         await process.wait()
-
-
-def _tail(path: Path, limit: int = 1500) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "(no log)"
-    return text[-limit:].strip() or "(empty log)"

@@ -23,6 +23,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from agentrl_envs.core.errors import InfraError
 from agentrl_envs.core.processes import pid_alive
 from agentrl_envs.sandboxes.base import ExecResult, Sandbox, SandboxBackend, ShellResult
@@ -34,32 +36,42 @@ logger = logging.getLogger(__name__)
 _RETRY_S = 5.0
 
 
-@dataclass(frozen=True)
-class PoolSettings:
-    """How a :class:`SandboxPool` sizes and checks its sandboxes (the same for every image)."""
+class PoolSettings(BaseModel):
+    """How a :class:`SandboxPool` sizes and checks its sandboxes (the same for every image).
 
-    warm: int = 2
+    The one set of pool defaults: the OS env in process (``backend_options={"pool_size": n}`` sets ``warm``) and
+    the controller's ``sandbox_pool`` (this model) both parse into it (see :mod:`agentrl_envs.sandboxes.options`).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    warm: int = Field(2, ge=0, le=1000)
     """Started sandboxes kept idle per image, ready to lease."""
-    maximum: int = 16
-    """Most sandboxes per image at once (idle, leased, starting and closing); a lease beyond it waits."""
-    fillers: int = 2
+    maximum: int = Field(64, ge=1, le=10_000)
+    """Most sandboxes per image at once (idle, leased, starting and closing); a lease beyond it waits. Sized for
+    one pool shared by a controller worker's sessions (64 by default); an env alone never comes near it."""
+    fillers: int = Field(2, ge=1, le=64)
     """Sandboxes started at once in the background (threads for the pool's life): one start at a time falls
     behind when episodes end faster than a sandbox starts (a Docker start takes half a second on a busy
     machine), and the engine and the kernel do part of a start while the other waits."""
     exec_check: bool = False
     """Also run ``true`` as an independent process in the sandbox before leasing it (about 70 ms on bwrap,
     as long as a cold bwrap start; the default checks that the shell process runs and is not a zombie)."""
-    health_timeout_s: float = 5.0
+    health_timeout_s: float = Field(5.0, gt=0)
     """Time the ``exec_check`` may take before the sandbox counts as unhealthy."""
-    lease_timeout_s: float = 120.0
+    lease_timeout_s: float = Field(120.0, gt=0)
     """How long a lease waits for a sandbox when ``maximum`` are in use."""
+    images: list[str] = Field(default_factory=list)
+    """Images to start warming when the pool is built (others are warmed from their first lease on)."""
 
-    def __post_init__(self) -> None:
-        """Reject settings that cannot work."""
-        if not 0 <= self.warm <= self.maximum or self.maximum < 1 or self.fillers < 1:
-            raise ValueError(f"Sandbox pool settings need 0 <= warm <= maximum, maximum >= 1, fillers >= 1: {self}")
-        if self.health_timeout_s <= 0 or self.lease_timeout_s <= 0:
-            raise ValueError(f"Sandbox pool timeouts must be positive: {self}")
+    @model_validator(mode="after")
+    def _check(self) -> PoolSettings:
+        if self.warm > self.maximum:
+            raise ValueError(
+                f"sandbox_pool.warm ({self.warm}) exceeds sandbox_pool.maximum ({self.maximum}); "
+                "lower warm or raise maximum."
+            )
+        return self
 
 
 @dataclass

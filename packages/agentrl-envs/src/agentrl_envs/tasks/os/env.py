@@ -22,8 +22,8 @@ from agentrl_envs.core.messages import AssistantMessage, Message, system_message
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.core.tools import ToolCallError
 from agentrl_envs.sandboxes.base import Limits, Sandbox, SandboxBackend, ShellResult
+from agentrl_envs.sandboxes.options import SandboxOptions, open_sandboxes
 from agentrl_envs.sandboxes.shell import ShellLostError
-from agentrl_envs.tasks.os.backends import make_backend
 from agentrl_envs.tasks.os.data import OSSample, load_samples
 from agentrl_envs.tasks.os.grader import grade
 
@@ -50,7 +50,7 @@ class OSEnv(ToolEnv):
         self,
         *,
         backend: str | SandboxBackend | None = None,
-        limits: Limits | None = None,
+        limits: Limits | dict[str, Any] | None = None,
         backend_options: dict[str, Any] | None = None,
         train_file: str | os.PathLike[str] | None = None,
         **kwargs: Any,
@@ -59,16 +59,21 @@ class OSEnv(ToolEnv):
 
         Args:
             backend: ``"bwrap"`` (default), ``"docker"``, or a :class:`SandboxBackend` to share (e.g. a pool).
-            limits: Sandbox limits; upstream's (1 GiB, 2 CPUs, 30 s per command) by default.
-            backend_options: Options of the named backend: ``pool_size``, the started sandboxes kept ready per
-                image (default 2; each serves one episode and is closed in the background; 0: one started per
-                reset).
+            limits: Sandbox limits (or a mapping of their fields); upstream's (1 GiB, 2 CPUs, 30 s per command) by
+                default.
+            backend_options: ``{"pool_size": n}``: the started sandboxes kept ready per image (default 2; each
+                serves one episode and is closed in the background; 0: one started per reset). Parsed, with
+                ``backend`` and ``limits``, by :meth:`SandboxOptions.parse`, as the controller parses a task's.
             train_file: A JSON list of problems that replaces the ``train`` split's (e.g. from
                 ``agentrl-envs synth``).
             **kwargs: :class:`ToolEnv` options (``split``, ``mode``, ``data_root``, ``max_rounds``...).
         """
         self._owns_backend = not isinstance(backend, SandboxBackend)
-        self.sandboxes = make_backend(backend, limits=limits, **(backend_options or {}))
+        if isinstance(backend, SandboxBackend):
+            self.sandboxes = backend
+        else:
+            options = SandboxOptions.parse(backend=backend, limits=limits, backend_options=backend_options)
+            self.sandboxes = open_sandboxes(options)
         self.sandbox: Sandbox | None = None
         self.sample: OSSample | None = None
         super().__init__(**kwargs)

@@ -14,9 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.errors import EnvError
-from agentrl_envs.sandboxes.rootfs import RootfsRecipe
+from agentrl_envs.sandboxes.options import ImageSet
+from agentrl_envs.sandboxes.rootfs import RootfsRecipe, ensure_rootfs
 
-__all__ = ["APPROX_GB", "DOCKER_CHANGES", "IMAGES", "PROVISION_SCRIPT", "docker_tag", "ensure_docker_images", "recipe"]
+__all__ = [
+    "APPROX_GB",
+    "DOCKER_CHANGES",
+    "IMAGES",
+    "OS_IMAGES",
+    "PROVISION_SCRIPT",
+    "docker_tag",
+    "ensure_docker_images",
+    "recipe",
+]
 
 IMAGES = ("default", "packages", "ubuntu")
 PROVISION_SCRIPT = Path(__file__).with_name("provision.sh")
@@ -37,6 +47,11 @@ def docker_tag(image: str) -> str:
     """The Docker tag ``env_images/os/build`` gives an upstream image name."""
     _check(image)
     return f"agentrl/os-{image}:latest"
+
+
+OS_IMAGES = ImageSet(rootfs=lambda image: ensure_rootfs(recipe(image)), docker_tag=docker_tag)
+"""The three images for the sandbox backends (what :class:`~agentrl_envs.sandboxes.options.SandboxOptions` names by
+default)."""
 
 
 def ensure_docker_images(images: Sequence[str] = IMAGES, *, client: Any = None) -> dict[str, bool]:
