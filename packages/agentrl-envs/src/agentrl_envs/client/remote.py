@@ -21,11 +21,10 @@ from agentrl_envs.core.errors import EnvError, InfraError, UnknownTaskError
 from agentrl_envs.core.messages import Message, parse_action
 from agentrl_envs.core.registry import resolve_task
 from agentrl_envs.core.spaces import ActionSpace, MessagesSpace
-from agentrl_envs.core.status import SampleStatus
+from agentrl_envs.core.status import TERMINATED_STATUSES, SampleStatus
 
 __all__ = ["RemoteEnv"]
 
-_TERMINATED = {"completed", "agent invalid action", "agent validation failed"}
 _RETRY_STATUS = {429}
 
 
@@ -222,7 +221,7 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         finished = bool(data.get("finish"))
         if finished:
             self.session_id = None
-        terminated = finished and self._status in _TERMINATED
+        terminated = finished and self._status in TERMINATED_STATUSES
         return messages, float(data.get("reward") or 0.0), terminated, finished and not terminated, self._info(data)
 
     def _info(self, data: dict[str, Any]) -> dict[str, Any]:

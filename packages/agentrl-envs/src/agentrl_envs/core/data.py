@@ -156,7 +156,7 @@ def _read_json_cached(path: Path, mtime_ns: int) -> Any:
 
 @cache
 def _read_jsonl_cached(path: Path, mtime_ns: int) -> list[Any]:
-    rows = []
+    rows: list[Any] = []
     with path.open(encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if line.strip():

@@ -336,7 +336,7 @@ class Episode:
             error = str(info.get("error", "infrastructure error"))
             _end(record, SampleStatus.TASK_ERROR, error=error, infra_error=True)
         elif terminated or truncated:
-            record.status = str(info.get("status", SampleStatus.COMPLETED))
+            record.status = SampleStatus(info.get("status", SampleStatus.COMPLETED))
 
     def _observe(self, info: dict[str, Any]) -> None:
         self.tools = info.get("tools") or self.tools
