@@ -7,6 +7,7 @@
 from agentrl_envs.core import (
     TASKS,
     AgentRLError,
+    AsyncToolEnv,
     DataError,
     EnvError,
     InfraError,
@@ -26,6 +27,7 @@ register_envs()
 __all__ = [
     "TASKS",
     "AgentRLError",
+    "AsyncToolEnv",
     "DataError",
     "EnvError",
     "InfraError",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar
+from typing import Any, cast
 
 import gymnasium as gym
 import httpx
@@ -31,7 +31,7 @@ _RETRY_STATUS = {429}
 class RemoteEnv(gym.Env[list[Message], Any]):
     """One task's episodes on a controller; same observations, actions and ``info`` as the local env."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # an instance variable, as Gymnasium's Env declares it
 
     def __init__(
         self,
@@ -148,9 +148,11 @@ class RemoteEnv(gym.Env[list[Message], Any]):
 
     def num_samples(self) -> int:
         """How many samples the controller lists for this task (indices ``0..n-1`` for AgentBench tasks)."""
-        if self._indices is None:
-            self._indices = self._call(lambda: self._client.get("get_indices", params={"name": self.name}))[0]
-        return len(self._indices)
+        indices = self._indices
+        if indices is None:
+            indices = self._call(lambda: self._client.get("get_indices", params={"name": self.name}))[0]
+            self._indices = indices
+        return len(indices)
 
     def close(self) -> None:
         """Cancel an open episode and close the connections."""
@@ -225,10 +227,11 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         return messages, float(data.get("reward") or 0.0), terminated, finished and not terminated, self._info(data)
 
     def _info(self, data: dict[str, Any]) -> dict[str, Any]:
-        metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
+        raw_metrics = data.get("metrics")
+        metrics = cast(dict[str, Any], raw_metrics) if isinstance(raw_metrics, dict) else {}
         infra_error = bool(metrics.get("infra_error", self._status == SampleStatus.TASK_ERROR.value))
         score = metrics.get("score", data.get("reward") or 0.0)
-        info = {
+        info: dict[str, Any] = {
             "task": self.task,
             "split": self.split,
             "index": self._index,
@@ -315,7 +318,8 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         except ValueError:
             data = None
         if response.status_code >= 400:
-            detail = data.get("error") or data.get("detail") if isinstance(data, dict) else response.text[:500]
+            body = cast(dict[str, Any], data) if isinstance(data, dict) else None
+            detail = body.get("error") or body.get("detail") if body is not None else response.text[:500]
             error = EnvError if response.status_code < 500 else InfraError
             hint = self._url_hint() if response.status_code == 404 else ""
             raise error(f"Controller answered {response.status_code} to {response.request.url.path}: {detail}.{hint}")

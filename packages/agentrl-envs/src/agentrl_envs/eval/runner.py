@@ -16,12 +16,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import gymnasium as gym
 
 from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import EnvError, InfraError
+from agentrl_envs.core.protocols import AsyncToolEnv
 from agentrl_envs.core.registry import make
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.eval.agents import Agent, AgentFactory, AgentTurn
@@ -99,6 +100,8 @@ class EnvPool:
                 f"Could not make {self.plan.name}/{self.plan.split} with options {self.plan.env_options}: {e}"
             ) from e
         inner = env.unwrapped
+        if not isinstance(inner, AsyncToolEnv):
+            raise EnvError(f"{self.plan.name}: {type(inner).__name__} has no areset/astep/num_samples to evaluate.")
         self.num_samples = inner.num_samples()
         self.fidelity = getattr(inner, "fidelity", None)  # a ToolEnv says; a RemoteEnv learns it per episode
         self.backend = getattr(inner, "backend_name", None)
@@ -256,7 +259,8 @@ class Evaluation:
             _end(record, SampleStatus.TASK_ERROR, error=f"could not make the environment: {e}", infra_error=True)
         else:
             try:
-                await Episode(env.unwrapped, agent, record).play()
+                inner = cast(AsyncToolEnv, env.unwrapped)  # the pool's start() checked its first one
+                await Episode(inner, agent, record).play()
             finally:
                 self.pools[plan.name].release(env, is_broken=record.infra_error)
         record.timings["total_s"] = time.perf_counter() - started
@@ -266,7 +270,7 @@ class Evaluation:
 class Episode:
     """One episode between an environment and an agent, recorded into an :class:`EpisodeRecord`."""
 
-    def __init__(self, env: Any, agent: Agent, record: EpisodeRecord) -> None:
+    def __init__(self, env: AsyncToolEnv, agent: Agent, record: EpisodeRecord) -> None:
         """Pair an unwrapped env (with ``areset``/``astep``) and an agent for ``record``'s sample."""
         self.env = env
         self.agent = agent
@@ -292,6 +296,9 @@ class Episode:
             began = time.perf_counter()
             turn = await self._ask(self.agent.act(list(record.messages), self.tools))
             if turn is None:
+                return
+            if turn is True:  # act() returned None, which is no message to play
+                _end(record, SampleStatus.CANCELLED, error="the agent's act() returned None instead of a message")
                 return
             record.timings["agent_s"].append(time.perf_counter() - began)
             if isinstance(turn, AgentTurn):
@@ -345,6 +352,6 @@ class Episode:
 
 
 def _end(record: EpisodeRecord, status: SampleStatus, *, error: str, infra_error: bool = False) -> None:
-    record.status = status.value
+    record.status = status
     record.error = error
     record.infra_error = infra_error

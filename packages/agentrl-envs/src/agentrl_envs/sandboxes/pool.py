@@ -326,9 +326,11 @@ class SandboxPool(SandboxBackend):
     def _filler(self) -> None:
         while True:
             with self._cond:
-                while not self._closed and (image := self._wanted()) is None:
+                image = None if self._closed else self._wanted()
+                while not self._closed and image is None:
                     self._cond.wait(_RETRY_S)
-                if self._closed:
+                    image = None if self._closed else self._wanted()
+                if self._closed or image is None:
                     return
                 self._images[image].starting += 1
             try:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentrl_envs.core import InfraError
+from agentrl_envs.core import AsyncToolEnv, InfraError
 from agentrl_envs.core.status import LIMIT_STATUSES, SampleStatus
 from agentrl_trainer.rollout.chat import env_message_ids, parse_assistant, render_prompt
 from agentrl_trainer.rollout.engine import RolloutEngine
@@ -41,7 +41,7 @@ class EpisodeLimits:
 
 async def run_episode(
     row: TrainingRow,
-    env: Any,
+    env: AsyncToolEnv,
     *,
     tokenizer: Any,
     pick_engine: Callable[[], RolloutEngine],

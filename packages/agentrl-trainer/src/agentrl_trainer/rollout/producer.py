@@ -31,11 +31,12 @@ import queue
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentrl_envs.core.protocols import AsyncToolEnv, EnvFactory
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
 from agentrl_trainer.rollout.faults import FaultLog, InfraErrorRateExceeded
@@ -47,9 +48,6 @@ logger = logging.getLogger(__name__)
 
 _MAX_SKIPPED_IN_A_ROW = 100_000
 """Rows skipped one after another before the producer gives up (every row it is given cannot start)."""
-
-EnvFactory = Callable[[str, str], Any]
-"""``(task, split) -> env``: an unwrapped ToolEnv (or anything with ``areset``/``astep``/``close``)."""
 
 
 @dataclass(slots=True)
@@ -69,10 +67,10 @@ class _EnvPool:
 
     def __init__(self, factory: EnvFactory) -> None:
         self._factory = factory
-        self._free: dict[tuple[str, str], list[Any]] = defaultdict(list)
-        self._all: list[Any] = []
+        self._free: dict[tuple[str, str], list[AsyncToolEnv]] = defaultdict(list)
+        self._all: list[AsyncToolEnv] = []
 
-    async def acquire(self, task: str, split: str) -> Any:
+    async def acquire(self, task: str, split: str) -> AsyncToolEnv:
         free = self._free[(task, split)]
         if free:
             return free.pop()
@@ -80,7 +78,7 @@ class _EnvPool:
         self._all.append(env)
         return env
 
-    def release(self, task: str, split: str, env: Any, *, healthy: bool) -> None:
+    def release(self, task: str, split: str, env: AsyncToolEnv, *, healthy: bool) -> None:
         if healthy:
             self._free[(task, split)].append(env)
             return
@@ -94,7 +92,7 @@ class _EnvPool:
         self._free.clear()
 
 
-def _close(env: Any) -> None:
+def _close(env: AsyncToolEnv) -> None:
     try:
         env.close()
     except Exception:  # cleanup must not mask the run's outcome

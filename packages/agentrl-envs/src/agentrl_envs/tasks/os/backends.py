@@ -41,11 +41,11 @@ def make_backend(
     name = backend or "bwrap"
     raw: SandboxBackend
     if name == "bwrap":
-        raw = BwrapBackend(lambda image: ensure_rootfs(recipe(image)), limits=limits, **options)  # type: ignore[arg-type]
+        raw = BwrapBackend(lambda image: ensure_rootfs(recipe(image)), limits=limits, **options)
     elif name == "docker":
         from agentrl_envs.sandboxes.docker import DockerBackend
 
-        raw = DockerBackend(docker_tag, limits=limits, **options)  # type: ignore[arg-type]
+        raw = DockerBackend(docker_tag, limits=limits, **options)
     else:
         raise EnvError(f"Unknown OS sandbox backend {name!r}; choose one of {list(BACKENDS)}.")
     if pool_size == 0:
