@@ -149,7 +149,9 @@ def evaluate_checkpoint(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m agentrl_trainer.evaluate CHECKPOINT``: print (and write) the results as JSON."""
-    parser = argparse.ArgumentParser(prog="python -m agentrl_trainer.evaluate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m agentrl_trainer.evaluate", description=(__doc__ or "").partition("\n")[0]
+    )
     parser.add_argument("checkpoint", help="model directory (from_pretrained), e.g. a trainer's checkpoint-N")
     parser.add_argument("--tasks", default="bfcl", help="comma-separated tasks or groups (default bfcl)")
     parser.add_argument("--limit", type=int, help="samples per task (default all)")

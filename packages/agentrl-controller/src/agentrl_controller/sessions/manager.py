@@ -135,6 +135,7 @@ class SessionManager:
         call = session.call = asyncio.ensure_future(self._timed_interact(session, messages))
         try:
             error = None
+            out: Any = None
             try:
                 out = await call
             except asyncio.CancelledError:
@@ -213,7 +214,8 @@ class SessionManager:
             session.tools = tools
         metrics = out.get("metrics")
         if not isinstance(metrics, dict):
-            metrics = out.get("metric") if isinstance(out.get("metric"), dict) else {}
+            metric = out.get("metric")
+            metrics = metric if isinstance(metric, dict) else {}
         status = str(out.get("status") or _RUNNING)
         finish = bool(out.get("finish", status != _RUNNING))
         answer = {
