@@ -17,6 +17,7 @@ setup:
 lint: setup
 	uv run ruff check .
 	uv run ruff format --check .
+	uv run pyright
 
 docs: setup
 	uv run mkdocs build --strict --quiet --site-dir site

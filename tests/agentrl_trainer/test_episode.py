@@ -5,6 +5,7 @@ from typing import Any
 
 import torch
 
+from agentrl_envs.core import SampleStatus
 from agentrl_trainer.batch import BatchOptions, build_inputs
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
 from agentrl_trainer.rollout.hf_engine import HFEngine
@@ -70,7 +71,7 @@ def test_loss_tokens_are_exactly_the_sampled_tokens_and_env_tokens_are_masked(mo
     logps = torch.log_softmax(logits, -1).gather(-1, inputs["completion_ids"].unsqueeze(-1)).squeeze(-1)
     action = inputs["tool_mask"].bool()
     assert torch.allclose(logps[action], inputs["old_per_token_logps"][action], atol=1e-4)
-    assert trajectory.status == "task limit reached"
+    assert trajectory.status is SampleStatus.TASK_LIMIT_REACHED
     assert trajectory.reward == -0.2  # the unfinished penalty
 
 
@@ -106,9 +107,9 @@ def test_an_env_that_crashes_mid_episode_is_an_infra_error_not_a_reward(model: A
     limits = EpisodeLimits(max_turns=4, max_new_tokens=6, max_total_tokens=4096)
     trajectory = _play(FlakyEnv(split="test"), lambda: engine, tokenizer, limits)
     assert trajectory.infra_error
-    assert trajectory.status == "task error"
+    assert trajectory.status is SampleStatus.TASK_ERROR
     healthy = _play(LengthEnv(split="test"), lambda: engine, tokenizer, limits)
-    assert not healthy.infra_error and healthy.status == "completed"
+    assert not healthy.infra_error and healthy.status is SampleStatus.COMPLETED
 
 
 def test_token_limit_ends_the_episode_unfinished(model: Any, tokenizer: Any) -> None:
@@ -116,5 +117,5 @@ def test_token_limit_ends_the_episode_unfinished(model: Any, tokenizer: Any) -> 
     env = ToyEnv(split="test")
     limits = EpisodeLimits(max_turns=8, max_new_tokens=50, max_total_tokens=0)
     trajectory = _play(env, lambda: engine, tokenizer, limits)
-    assert trajectory.status == "agent context limit" and trajectory.turns == 0
+    assert trajectory.status is SampleStatus.AGENT_CONTEXT_LIMIT and trajectory.turns == 0
     assert trajectory.reward == limits.unfinished_penalty

@@ -1,10 +1,12 @@
 import asyncio
+import json
 
 import pytest
 
-from agentrl_envs.core import EnvError
+from agentrl_envs.core import EnvError, SampleStatus
 from agentrl_envs.eval import Evaluation, OpenAIAgent, OpenAIChatClient, OracleAgent, RandomAgent, RetryPolicy, TaskPlan
 from agentrl_envs.eval.agents import new_messages
+from agentrl_envs.eval.records import EpisodeRecord
 from agentrl_envs.eval.report import summarize
 
 from .openai_server import Canned, FakeOpenAIServer
@@ -152,3 +154,27 @@ async def test_an_agent_bug_ends_its_episode_as_cancelled_and_counts_against_it(
     assert "KeyError" in records[1].error and "ZeroDivisionError" in records[2].error
     assert not records[1].infra_error
     assert summarize(records.values(), {toy: 3}, runs=1)["tasks"][toy]["success_rate"] == 1 / 3
+
+
+class SaysNothing:
+    """An agent whose act() returns None, which is no message to play."""
+
+    async def begin(self, task: str, index: int, *, run: int = 0) -> None:
+        pass
+
+    async def act(self, messages: list[dict], tools: list[dict]) -> None:
+        return None
+
+
+async def test_an_agent_that_returns_no_message_is_cancelled_not_an_infra_error(toy: str) -> None:
+    records = await Evaluation([TaskPlan(toy, indices=(0,))], lambda t, s: SaysNothing()).run()
+    assert records[0].status is SampleStatus.CANCELLED
+    assert not records[0].infra_error
+    assert "returned None" in (records[0].error or "")
+
+
+async def test_records_carry_sample_statuses_through_json(toy: str) -> None:
+    records = await Evaluation([TaskPlan(toy, indices=(0,))], oracle_factory).run()
+    assert records[0].status is SampleStatus.COMPLETED
+    again = EpisodeRecord.from_json(json.loads(json.dumps(records[0].to_json())))
+    assert again.status is SampleStatus.COMPLETED and again.is_finished

@@ -7,7 +7,12 @@ not pay for the web framework and metrics it never uses.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentrl_controller.api.app import create_app
+    from agentrl_controller.config import ControllerConfig, TaskConfig, default_config, load_config
+    from agentrl_controller.controller import Controller
 
 __version__ = "0.1.0"
 

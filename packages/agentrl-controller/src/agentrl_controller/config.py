@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -49,15 +49,15 @@ class TaskConfig(_Strict):
     """A registered task name (``db``, ``AgentBench/DB-v0``) or an env class as ``module:Class``."""
     split: str | None = None
     """The split; ``None`` keeps the env's default (or the one an upstream name implies)."""
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Keyword options for the env (``mode``, ``backend``, ``max_rounds``...)."""
-    concurrency: int = Field(64, ge=1, le=100_000)
+    concurrency: int = Field(default=64, ge=1, le=100_000)
     """Sessions one worker process holds at once."""
-    workers: int = Field(1, ge=1, le=64)
+    workers: int = Field(default=1, ge=1, le=64)
     """Worker processes for this task."""
     lazy: bool = True
     """Start the workers on the first request for this task instead of at start-up."""
-    aliases: list[str] = Field(default_factory=list)
+    aliases: list[str] = Field(default_factory=list[str])
     """Other names that reach this task (e.g. ``db`` for ``dbbench-std``)."""
     sandbox_pool: SandboxPoolConfig | None = None
     """One pool of the task's sandboxes per worker process, shared by its envs (``options.backend``: ``bwrap`` or
@@ -68,36 +68,36 @@ class TaskConfig(_Strict):
 class AdmissionConfig(_Strict):
     """The queue that absorbs bursts of ``start_sample`` beyond the workers' capacity."""
 
-    max_waiting: int = Field(10_000, ge=0)
+    max_waiting: int = Field(default=10_000, ge=0)
     """Requests that may wait per task; one more is refused with 429."""
-    timeout_s: float = Field(600.0, gt=0)
+    timeout_s: float = Field(default=600.0, gt=0)
     """How long a request may wait for a free slot before it is refused with 429."""
 
 
 class SessionConfig(_Strict):
     """Session lifetime."""
 
-    ttl_s: float = Field(900.0, gt=0)
+    ttl_s: float = Field(default=900.0, gt=0)
     """Idle time after which a session is cancelled; any request on it renews it."""
-    sweep_interval_s: float = Field(5.0, gt=0)
+    sweep_interval_s: float = Field(default=5.0, gt=0)
     """How often idle sessions and stale workers are looked for."""
-    finished_memory: int = Field(100_000, ge=0)
+    finished_memory: int = Field(default=100_000, ge=0)
     """Finished sessions remembered, so a late request gets "finished" (409) rather than "unknown" (404)."""
 
 
 class WorkerConfig(_Strict):
     """Worker processes and remote workers."""
 
-    heartbeat_timeout_s: float = Field(30.0, gt=0)
+    heartbeat_timeout_s: float = Field(default=30.0, gt=0)
     """A remote worker that sent no heartbeat for this long is dropped and its sessions end as task errors."""
-    start_timeout_s: float = Field(60.0, gt=0)
+    start_timeout_s: float = Field(default=60.0, gt=0)
     """How long a local worker process may take to become ready."""
-    restart_backoff_s: float = Field(0.5, ge=0)
+    restart_backoff_s: float = Field(default=0.5, ge=0)
     """First delay before restarting a crashed local worker; it doubles up to ``restart_backoff_max_s``."""
-    restart_backoff_max_s: float = Field(10.0, ge=0)
-    drain_timeout_s: float = Field(10.0, ge=0)
+    restart_backoff_max_s: float = Field(default=10.0, ge=0)
+    drain_timeout_s: float = Field(default=10.0, ge=0)
     """On shutdown, how long workers get to end their sessions before they are killed."""
-    request_timeout_s: float | None = Field(None, gt=0)
+    request_timeout_s: float | None = Field(default=None, gt=0)
     """Read timeout for calls to a worker; ``None`` waits as long as the task takes (as upstream does)."""
 
 
@@ -105,12 +105,12 @@ class ControllerConfig(_Strict):
     """Everything ``agentrl-controller serve`` needs."""
 
     host: str = "127.0.0.1"
-    port: int = Field(5020, ge=0, le=65535)
-    token: str | None = Field(None, min_length=16)
+    port: int = Field(default=5020, ge=0, le=65535)
+    token: str | None = Field(default=None, min_length=16)
     """Bearer token every route checks; required when ``host`` is not a loopback address."""
-    max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     """Larger request bodies get 413."""
-    tasks: list[TaskConfig] = Field(default_factory=list)
+    tasks: list[TaskConfig] = Field(default_factory=list[TaskConfig])
     admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
     sessions: SessionConfig = Field(default_factory=SessionConfig)
     workers: WorkerConfig = Field(default_factory=WorkerConfig)
@@ -155,7 +155,7 @@ def is_loopback(host: str) -> bool:
 
 def default_tasks() -> list[TaskConfig]:
     """Every implemented task under its upstream names; the short name is an alias of the test split."""
-    tasks = []
+    tasks: list[TaskConfig] = []
     for spec in TASKS.values():
         if spec.entry_point is None:
             continue
@@ -168,7 +168,7 @@ def default_tasks() -> list[TaskConfig]:
 def default_config(**overrides: Any) -> ControllerConfig:
     """The configuration used without a file: every registered task, local lazy workers."""
     try:
-        return ControllerConfig(**{"tasks": default_tasks(), **overrides})
+        return ControllerConfig.model_validate({"tasks": default_tasks(), **overrides})
     except ValidationError as e:
         raise ConfigError(f"Invalid controller settings: {e}") from e
 
@@ -193,6 +193,7 @@ def load_config(path: str | Path, **overrides: Any) -> ControllerConfig:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"Controller config {path} must be a mapping, got {type(raw).__name__}.")
+    raw = cast(dict[str, Any], raw)
     if "tasks" not in raw:
         raw["tasks"] = [t.model_dump() for t in default_tasks()]
     raw.update({k: v for k, v in overrides.items() if v is not None})

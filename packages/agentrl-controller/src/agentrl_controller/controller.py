@@ -11,7 +11,7 @@ import contextlib
 import logging
 import shutil
 import time
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -245,8 +245,9 @@ class Controller:
             except Exception:  # a worker that does not answer is the supervisor's business, not the metrics'
                 logger.debug("sandbox pool counters of %s unavailable", worker.worker_id, exc_info=True)
                 continue
-            if isinstance(status, dict) and isinstance(status.get("sandbox_pool"), dict):
-                worker.sandbox_pool = status["sandbox_pool"]
+            pool = cast(dict[str, Any], status).get("sandbox_pool") if isinstance(status, dict) else None
+            if isinstance(pool, dict):
+                worker.sandbox_pool = cast(dict[str, Any], pool)
 
 
 def _check_worker_address(address: str) -> None:

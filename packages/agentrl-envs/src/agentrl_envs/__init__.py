@@ -7,6 +7,7 @@
 from agentrl_envs.core import (
     TASKS,
     AgentRLError,
+    AsyncToolEnv,
     DataError,
     EnvError,
     EnvPool,
@@ -27,6 +28,7 @@ register_envs()
 __all__ = [
     "TASKS",
     "AgentRLError",
+    "AsyncToolEnv",
     "DataError",
     "EnvError",
     "EnvPool",

@@ -19,7 +19,7 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="agentrl-envs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="agentrl-envs", description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--log-level", default="INFO", help="Python logging level (default INFO).")
     groups = parser.add_subparsers(dest="group", required=True)
     data_cli.add_commands(groups)

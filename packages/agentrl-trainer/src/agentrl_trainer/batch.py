@@ -9,7 +9,7 @@ the token-level importance-sampling correction for asynchrony and for cross-poli
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -33,7 +33,7 @@ class BatchOptions:
     """Sums over the training processes, so that batch-wide statistics cover every process's groups."""
 
 
-def _pad(rows: list[list[int | float]], value: float, *, left: bool, dtype: torch.dtype) -> torch.Tensor:
+def _pad(rows: Sequence[Sequence[float]], value: float, *, left: bool, dtype: torch.dtype) -> torch.Tensor:
     width = max((len(r) for r in rows), default=0)
     out = torch.full((len(rows), max(width, 1)), value, dtype=dtype)
     for i, row in enumerate(rows):
@@ -61,7 +61,12 @@ def build_inputs(groups: list[Group], options: BatchOptions) -> tuple[dict[str, 
         raise ValueError("Every group must have the same number of episodes (num_generations).")
     trajectories = [t for g in groups for t in g.trajectories]
     rewards = torch.tensor([t.reward for t in trajectories], dtype=torch.float32)
-    advantages = group_advantages(rewards, size, scale_rewards=options.scale_rewards)  # type: ignore[arg-type]
+    # TRL's config types scale_rewards as str; its __post_init__ accepts only the three values
+    advantages = group_advantages(
+        rewards,
+        size,
+        scale_rewards=options.scale_rewards,  # pyright: ignore[reportArgumentType]
+    )
     advantages = advantages * torch.tensor([g.weight for g in groups]).repeat_interleave(size)
 
     prompt_ids = _pad([t.prompt_ids for t in trajectories], options.pad_token_id, left=True, dtype=torch.long)

@@ -78,7 +78,9 @@ def load_config(path: Path, overrides: Sequence[str] = ()) -> tuple[ModelArgumen
         if not sep or not key:
             raise ValueError(f"Override {item!r} is not KEY=VALUE.")
         values[key] = yaml.safe_load(raw)
-    model_args, config = HfArgumentParser((ModelArguments, AgentRLConfig)).parse_dict(values)
+    # transformers types dataclass_types as a NewType that no class matches
+    parser = HfArgumentParser((ModelArguments, AgentRLConfig))  # pyright: ignore[reportArgumentType]
+    model_args, config = parser.parse_dict(values)
     return model_args, config
 
 

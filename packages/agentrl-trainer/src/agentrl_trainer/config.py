@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from trl import GRPOConfig
+from trl.trainer.grpo_config import GRPOConfig  # trl's lazy __init__ is not a typed re-export
 
 from agentrl_trainer.sft.config import SFTWarmupConfig
 
@@ -101,7 +101,8 @@ class AgentRLConfig(GRPOConfig):
         },
     )
     vllm_server_args: list[str] = field(
-        default_factory=list, metadata={"help": "vllm: extra `vllm serve` flags, e.g. ['--tensor-parallel-size', '2']."}
+        default_factory=list[str],
+        metadata={"help": "vllm: extra `vllm serve` flags, e.g. ['--tensor-parallel-size', '2']."},
     )
     max_turns: int = field(default=8, metadata={"help": "Most assistant turns per episode."})
     max_new_tokens_per_turn: int = field(default=64, metadata={"help": "Most tokens the model writes per turn."})
@@ -283,14 +284,16 @@ class AgentRLConfig(GRPOConfig):
         """The ``stage_eval`` block as a checked :class:`~agentrl_trainer.stages.StageEvalConfig` (or None)."""
         from agentrl_trainer.stages import StageEvalConfig
 
-        return None if self.stage_eval is None else StageEvalConfig.from_mapping(dict(self.stage_eval))
+        if self.stage_eval is None:
+            return None
+        return StageEvalConfig.from_mapping(dict(cast(dict[str, Any], self.stage_eval)))  # a mapping after init
 
     def _check_sft_warmup(self) -> None:
         if self.sft_warmup is None:
             return
         if isinstance(self.sft_warmup, str):  # a JSON string on the command line is parsed by TRL; a bare path too
             self.sft_warmup = {"source": self.sft_warmup}
-        if not isinstance(self.sft_warmup, dict):
+        if not isinstance(self.sft_warmup, dict):  # pyright: ignore[reportUnnecessaryIsInstance]  # YAML: any type
             raise ValueError(
                 "sft_warmup must be a mapping such as {source: oracle, num_train_epochs: 3}, "
                 f"got {self.sft_warmup!r}."

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from agentrl_envs.core import InfraError
+from agentrl_envs.core import AsyncToolEnv, EnvFactory, InfraError
 
 __all__ = ["episode_text", "task_corpus"]
 
@@ -34,7 +34,7 @@ def episode_text(messages: Iterable[dict[str, Any]]) -> list[str]:
 
 
 def task_corpus(
-    env_factory: Callable[[str, str], Any],
+    env_factory: EnvFactory,
     tasks: Iterable[str],
     split: str,
     *,
@@ -82,7 +82,9 @@ def _oracle(task: str, split: str) -> Any:
         return None
 
 
-def _play_oracle(env: Any, oracle: Any, index: int, observation: list[dict[str, Any]], max_turns: int) -> list[str]:
+def _play_oracle(
+    env: AsyncToolEnv, oracle: Any, index: int, observation: list[dict[str, Any]], max_turns: int
+) -> list[str]:
     from agentrl_trainer.sft.transcripts import play_oracle
 
     messages, _ = play_oracle(env, oracle, index, observation, max_turns)

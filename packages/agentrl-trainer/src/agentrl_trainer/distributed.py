@@ -21,7 +21,7 @@ import copy
 import hashlib
 import itertools
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import torch
 
@@ -138,7 +138,7 @@ def engine_weights(accelerator: Accelerator, model: torch.nn.Module) -> dict[str
       broadcast.
     """
     if holds_sharded_weights(accelerator):
-        gathered = accelerator.get_state_dict(model)
+        gathered = cast(dict[str, torch.Tensor], accelerator.get_state_dict(model))  # accelerate types it loosely
         return broadcast_from_main(
             gathered if accelerator.is_main_process else None, main_only=True, device=accelerator.device
         )
@@ -153,7 +153,7 @@ def main_process_weights(accelerator: Accelerator, model: torch.nn.Module) -> di
     gather when the processes hold shards (a collective, so every process must call this at the same point).
     """
     if holds_sharded_weights(accelerator):
-        gathered = accelerator.get_state_dict(model)
+        gathered = cast(dict[str, torch.Tensor], accelerator.get_state_dict(model))
         return dict(gathered) if accelerator.is_main_process else None
     return accelerator.unwrap_model(model).state_dict() if accelerator.is_main_process else None
 

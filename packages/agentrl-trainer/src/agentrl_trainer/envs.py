@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentrl_envs.core import InfraError
+from agentrl_envs.core import AsyncToolEnv, EnvError, EnvFactory, InfraError
 
 __all__ = [
     "ContextLimitError",
@@ -34,20 +34,26 @@ class ContextLimitError(ValueError):
     """A task's prompt alone does not fit in ``max_total_tokens``: no episode of it could take a turn."""
 
 
-TaskEnvFactory = Callable[..., Any]
+TaskEnvFactory = Callable[..., AsyncToolEnv]
 """``split -> env`` for one task; called as ``factory(split, **options)`` when the config gives it options."""
 
 
-def _registered(task: str, split: str, **options: Any) -> Any:
+def _registered(task: str, split: str, **options: Any) -> AsyncToolEnv:
     from agentrl_envs import make
 
-    return make(task, split=split, **options).unwrapped
+    env = make(task, split=split, **options).unwrapped
+    if not isinstance(env, AsyncToolEnv):
+        raise EnvError(
+            f"{task}: {type(env).__name__} has no areset/astep/num_samples; "
+            "register a ToolEnv subclass (or give the trainer an env factory of its own)."
+        )
+    return env
 
 
 def make_env_factory(
     overrides: Mapping[str, TaskEnvFactory] | None = None,
     env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
-) -> Callable[[str, str], Any]:
+) -> EnvFactory:
     """A ``(task, split) -> env`` factory: ``overrides`` first, then the registered AgentBench tasks.
 
     Args:
@@ -57,7 +63,7 @@ def make_env_factory(
     table = dict(overrides or {})
     options_by_task = {task: dict(options) for task, options in (env_kwargs or {}).items()}
 
-    def factory(task: str, split: str) -> Any:
+    def factory(task: str, split: str) -> AsyncToolEnv:
         options = options_by_task.get(task, {})
         if task in table:
             return table[task](split, **options)
@@ -66,7 +72,7 @@ def make_env_factory(
     return factory
 
 
-def num_samples(factory: Callable[[str, str], Any], task: str, split: str) -> int:
+def num_samples(factory: EnvFactory, task: str, split: str) -> int:
     """How many samples ``task``/``split`` has (opens and closes one environment)."""
     env = factory(task, split)
     try:
@@ -75,7 +81,7 @@ def num_samples(factory: Callable[[str, str], Any], task: str, split: str) -> in
         env.close()
 
 
-def probe_task(factory: Callable[[str, str], Any], task: str, split: str) -> tuple[int, FirstPrompt | None]:
+def probe_task(factory: EnvFactory, task: str, split: str) -> tuple[int, FirstPrompt | None]:
     """How many samples ``task``/``split`` has, and the first prompt that starts (one environment, then closed).
 
     Up to :data:`PROMPT_PROBES` samples are tried for the prompt, since a sample may never start (DB dev 5).

@@ -22,10 +22,11 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agentrl_envs.core.protocols import AsyncToolEnv, EnvFactory
 from agentrl_envs.core.registry import expand_tasks, resolve_task
 from agentrl_envs.eval.records import EpisodeRecord
 from agentrl_envs.eval.report import summarize
@@ -51,7 +52,7 @@ async def aevaluate(
     limit: int | None = None,
     limits: EpisodeLimits = DEFAULT_LIMITS,
     concurrency: int = 4,
-    env_factory: Callable[[str, str], Any] | None = None,
+    env_factory: EnvFactory | None = None,
 ) -> dict[str, Any]:
     """Play every selected sample of ``tasks`` once with ``engine``.
 
@@ -73,7 +74,7 @@ async def aevaluate(
     records: list[EpisodeRecord] = []
     planned: dict[str, int] = {}
     for task in names:
-        envs: asyncio.Queue[Any] = asyncio.Queue()
+        envs: asyncio.Queue[AsyncToolEnv] = asyncio.Queue()
         for _ in range(concurrency):
             envs.put_nowait(await asyncio.to_thread(make_env, task, split))
         first = await envs.get()
@@ -82,7 +83,7 @@ async def aevaluate(
         indices = list(range(total))[:limit]
         planned[task] = len(indices)
 
-        async def play(index: int, task: str = task, envs: asyncio.Queue[Any] = envs) -> EpisodeRecord:
+        async def play(index: int, task: str = task, envs: asyncio.Queue[AsyncToolEnv] = envs) -> EpisodeRecord:
             env = await envs.get()
             try:
                 row = TrainingRow(task, split, index)
@@ -148,7 +149,9 @@ def evaluate_checkpoint(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m agentrl_trainer.evaluate CHECKPOINT``: print (and write) the results as JSON."""
-    parser = argparse.ArgumentParser(prog="python -m agentrl_trainer.evaluate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m agentrl_trainer.evaluate", description=(__doc__ or "").partition("\n")[0]
+    )
     parser.add_argument("checkpoint", help="model directory (from_pretrained), e.g. a trainer's checkpoint-N")
     parser.add_argument("--tasks", default="bfcl", help="comma-separated tasks or groups (default bfcl)")
     parser.add_argument("--limit", type=int, help="samples per task (default all)")

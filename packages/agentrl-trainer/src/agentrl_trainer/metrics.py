@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+from agentrl_envs.core.status import SampleStatus
 from agentrl_trainer.types import Group, Trajectory
 
 __all__ = ["diversity_metrics", "is_success", "staleness_metrics", "task_metrics"]
@@ -16,7 +17,7 @@ __all__ = ["diversity_metrics", "is_success", "staleness_metrics", "task_metrics
 
 def is_success(trajectory: Trajectory) -> bool:
     """An episode succeeded when it completed with full reward (AgentBench's success rate)."""
-    return trajectory.status == "completed" and trajectory.env_reward >= 1.0 - 1e-6
+    return trajectory.status == SampleStatus.COMPLETED and trajectory.env_reward >= 1.0 - 1e-6
 
 
 def task_metrics(trajectories: Iterable[Trajectory]) -> dict[str, float]:

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 from agentrl_envs.core import resolve_cache_dir
 
@@ -161,8 +162,8 @@ def build_tiny_model(
         max_position_embeddings=spec.max_position_embeddings,
         tie_word_embeddings=True,
         bos_token_id=None,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=cast(int, tokenizer.eos_token_id),  # the tiny tokenizer has both (transformers types them loosely)
+        pad_token_id=cast(int, tokenizer.pad_token_id),
     )
     torch.manual_seed(spec.seed)
     model = Qwen2ForCausalLM(config)

@@ -102,6 +102,9 @@ class _LiveReward(TrainerCallback):
 class AgentRLTrainer(GRPOTrainer):
     """GRPO on multi-turn tool-use environments with asynchronous rollouts (see the module docstring)."""
 
+    # __init__ refuses any other args, so the attribute TRL keeps is always an AgentRLConfig
+    args: AgentRLConfig
+
     def __init__(
         self,
         model: str | torch.nn.Module,
@@ -127,7 +130,7 @@ class AgentRLTrainer(GRPOTrainer):
         """
         if not isinstance(args, AgentRLConfig):
             raise TypeError(f"args must be an AgentRLConfig, got {type(args).__name__}.")
-        self.env_factory = make_env_factory(env_factories, args.env_kwargs)
+        self.env_factory = make_env_factory(env_factories, args.env_kwargs)  # pyright: ignore[reportArgumentType]  # a mapping or None after __post_init__
         self.rows_by_task = {}
         first_prompts = []
         for task in args.tasks:
@@ -143,7 +146,7 @@ class AgentRLTrainer(GRPOTrainer):
         )
         super().__init__(
             model=model,
-            reward_funcs=[env_reward],
+            reward_funcs=[env_reward],  # pyright: ignore[reportArgumentType]  # TRL's RewardFunc alias leaves out plain functions
             args=args,
             train_dataset=dataset,
             processing_class=processing_class,
@@ -191,7 +194,7 @@ class AgentRLTrainer(GRPOTrainer):
 
     def build_engines(self) -> EngineSampler:
         """The policy engine and the lagged engines, loaded with the current weights."""
-        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        args = self.args
         model = self._engine_template()
         version = self.state.global_step
 
@@ -230,7 +233,7 @@ class AgentRLTrainer(GRPOTrainer):
                 "A LoRA policy (peft_config) with FSDP or DeepSpeed ZeRO-3 is not supported: the engines would need "
                 "the gathered adapter. Train LoRA with DDP (accelerate launch --multi_gpu)."
             )
-        weights = engine_weights(self.accelerator, self.model_wrapped)
+        weights = engine_weights(self.accelerator, self.model_wrapped)  # pyright: ignore[reportArgumentType]  # set by the time engines are built
         # Only the hf engine samples with this model on the trainer's device; vLLM engines stage it to disk and
         # hf_process copies it to shared CPU memory, so they keep it off the (sharded, hence tight) device.
         device = self.accelerator.device if self.args.rollout_engine == "hf" else torch.device("cpu")
@@ -240,7 +243,7 @@ class AgentRLTrainer(GRPOTrainer):
         """Start vLLM servers (or colocated engines) loaded with the current weights, staged under output_dir."""
         from agentrl_trainer.engines.factory import vllm_engine
 
-        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        args = self.args
         n_lagged = args.num_lagged_engines if args.lagged_fraction > 0 else 0
         dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         several = self.accelerator.num_processes > 1
@@ -273,8 +276,8 @@ class AgentRLTrainer(GRPOTrainer):
         from agentrl_trainer.engines.factory import stage_model
         from agentrl_trainer.engines.vllm_server import VLLMServerConfig
 
-        args: AgentRLConfig = self.args  # type: ignore[assignment]
-        staged = stage_model(model, self._tokenizer, Path(args.output_dir) / folder)
+        args = self.args
+        staged = stage_model(model, self._tokenizer, Path(args.output_dir) / folder)  # pyright: ignore[reportArgumentType]  # TrainingArguments fills output_dir
         # The trainer's dtype, not vLLM's "auto" (bfloat16 on CPUs): the sampling log-probs must match the loss's.
         return VLLMServerConfig(
             model=str(staged), dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
@@ -291,7 +294,7 @@ class AgentRLTrainer(GRPOTrainer):
         from agentrl_trainer.engines.shared_servers import SharedServerEngine, share_servers
         from agentrl_trainer.engines.vllm_engine import VLLMServerEngine
 
-        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        args = self.args
         is_main = self.accelerator.is_main_process
         wanted: dict[str, int | list[str]] = {"policy": list(args.vllm_server_urls or []) or args.vllm_replicas}
         wanted.update({f"lagged{i}": 1 for i in range(n_lagged)})
@@ -303,7 +306,7 @@ class AgentRLTrainer(GRPOTrainer):
             replicas = [
                 engine_class(
                     url,
-                    eos_token_id=self._tokenizer.eos_token_id,
+                    eos_token_id=self._tokenizer.eos_token_id,  # pyright: ignore[reportArgumentType]  # an int for the tokenizers we take
                     name=name,
                     temperature=args.temperature,
                     version=version,
@@ -316,7 +319,7 @@ class AgentRLTrainer(GRPOTrainer):
 
     def _engine_sampler(self, policy: RolloutEngine, lagged: list[RolloutEngine]) -> EngineSampler:
         """The sampler over ``policy`` and ``lagged`` with the configured cross-policy settings."""
-        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        args = self.args
         return EngineSampler(
             policy,
             lagged,
@@ -334,16 +337,16 @@ class AgentRLTrainer(GRPOTrainer):
         from agentrl_trainer.engines.vllm_lora import vllm_lora_engines
         from agentrl_trainer.engines.vllm_server import VLLMServerConfig
 
-        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        args = self.args
         server = VLLMServerConfig(
             model="", dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
         )
         policy, lagged = vllm_lora_engines(
             model,
             self._tokenizer,
-            Path(args.output_dir) / "vllm-model",
+            Path(args.output_dir) / "vllm-model",  # pyright: ignore[reportArgumentType]  # TrainingArguments fills output_dir
             server=server,
-            eos_token_id=self._tokenizer.eos_token_id,
+            eos_token_id=self._tokenizer.eos_token_id,  # pyright: ignore[reportArgumentType]  # an int for the tokenizers we take
             temperature=args.temperature,
             version=version,
             num_lagged=n_lagged,
@@ -356,7 +359,7 @@ class AgentRLTrainer(GRPOTrainer):
     def _ensure_producer(self) -> RolloutProducer:
         if self.producer is not None:
             return self.producer
-        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        args = self.args
         self.sampler = self.build_engines()
         self.producer = RolloutProducer(
             # Every process builds the same stream and plays its own share of it (see agentrl_trainer.distributed).
@@ -368,7 +371,7 @@ class AgentRLTrainer(GRPOTrainer):
             env_factory=self.env_factory,
             sampler=self.sampler,
             tokenizer=self._tokenizer,
-            num_generations=self.num_generations,
+            num_generations=self.num_generations,  # pyright: ignore[reportArgumentType]  # GRPOConfig fills num_generations
             limits=EpisodeLimits(
                 max_turns=args.max_turns,
                 max_new_tokens=args.max_new_tokens_per_turn,
@@ -376,8 +379,8 @@ class AgentRLTrainer(GRPOTrainer):
                 unfinished_penalty=args.unfinished_penalty,
             ),
             queue_size=args.queue_size,
-            mode=args.rollout_mode,  # type: ignore[arg-type]
-            infra_error_policy=args.infra_error_policy,  # type: ignore[arg-type]
+            mode=args.rollout_mode,  # pyright: ignore[reportArgumentType]  # a str field for HfArgumentParser; __post_init__ checks it
+            infra_error_policy=args.infra_error_policy,  # pyright: ignore[reportArgumentType]  # a str field for HfArgumentParser; __post_init__ checks it
             max_infra_retries=args.max_infra_retries,
             max_concurrent_envs=args.max_concurrent_envs,
             max_staleness=args.max_staleness if args.stale_policy == "drop" else None,
@@ -403,7 +406,7 @@ class AgentRLTrainer(GRPOTrainer):
             self._push_to_shared_servers(self.sampler, version)
             return
         # Every process's engines get the main process's weights, whole and bit for bit.
-        state_dict = engine_weights(self.accelerator, self.model_wrapped)
+        state_dict = engine_weights(self.accelerator, self.model_wrapped)  # pyright: ignore[reportArgumentType]  # set once training runs
         self.sampler.update_weights(state_dict, version)
         if self.args.distributed_log:
             self._log_rank_step(version, state_dict)
@@ -413,7 +416,7 @@ class AgentRLTrainer(GRPOTrainer):
         from agentrl_trainer.engines.shared_servers import push_from_main
 
         is_main = self.accelerator.is_main_process
-        weights = main_process_weights(self.accelerator, self.model_wrapped)
+        weights = main_process_weights(self.accelerator, self.model_wrapped)  # pyright: ignore[reportArgumentType]  # set once training runs
         push_from_main(lambda: sampler.update_weights(weights or {}, version), is_main=is_main)
         if not is_main:
             sampler.update_weights({}, version)  # SharedServerEngines: tags only
@@ -448,7 +451,7 @@ class AgentRLTrainer(GRPOTrainer):
             # Policy versions of the trained turns: which weights sampled them.
             "turn_versions": sorted({v for g in self._step_groups for t in g.trajectories for v in t.versions}),
         }
-        path = Path(self.args.output_dir) / "ranks" / f"rank-{self.accelerator.process_index}.jsonl"
+        path = Path(self.args.output_dir) / "ranks" / f"rank-{self.accelerator.process_index}.jsonl"  # pyright: ignore[reportArgumentType]  # TrainingArguments fills output_dir
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:
             f.write(json.dumps(line) + "\n")
@@ -471,9 +474,9 @@ class AgentRLTrainer(GRPOTrainer):
     # ----------------------------------------------------------------- the training batch
 
     def _prepare_inputs(self, generation_batch: Any) -> dict[str, Any]:
-        if not self.model.training:
+        if not self.model.training:  # pyright: ignore[reportOptionalMemberAccess]  # set once training runs
             raise NotImplementedError("AgentRLTrainer does not evaluate in-loop; run agentrl-eval on a checkpoint.")
-        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        args = self.args
         first_step = self.producer is None
         producer = self._ensure_producer()
         version = self.state.global_step
@@ -497,7 +500,7 @@ class AgentRLTrainer(GRPOTrainer):
             BatchOptions(
                 scale_rewards=args.scale_rewards,
                 task_advantage_normalization=args.task_advantage_normalization,
-                pad_token_id=self._tokenizer.pad_token_id,
+                pad_token_id=self._tokenizer.pad_token_id,  # pyright: ignore[reportArgumentType]  # an int for the tokenizers we take
                 task_names=tuple(args.tasks),
                 all_reduce=all_reduce_sum if self.accelerator.num_processes > 1 else None,
             ),
@@ -510,7 +513,7 @@ class AgentRLTrainer(GRPOTrainer):
         return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
     def _filter_stale(self, groups: list[Group], version: int) -> list[Group]:
-        args: AgentRLConfig = self.args  # type: ignore[assignment]
+        args = self.args
         kept = []
         for group in groups:
             excess = group.staleness(version) - args.max_staleness

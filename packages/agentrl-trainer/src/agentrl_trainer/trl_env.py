@@ -27,7 +27,7 @@ import inspect
 import itertools
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from datasets import Dataset
 
@@ -51,7 +51,7 @@ class TRLEnvironment:
     message holding that call, and returns the environment's answer as text.
     """
 
-    _make_env: Callable[[], Any]
+    _make_env: ClassVar[staticmethod[[], Any]]
     """Builds the wrapped environment (set on each generated subclass; private, so TRL does not take it for a tool)."""
 
     def __init__(self) -> None:
@@ -78,7 +78,7 @@ class TRLEnvironment:
         """One tool call as one environment step; the new messages come back as the tool's text."""
         if self.is_done:
             return _ENDED
-        call = {"id": f"call_{next(self._call_ids)}", "type": "function"}
+        call: dict[str, Any] = {"id": f"call_{next(self._call_ids)}", "type": "function"}
         call["function"] = {"name": name, "arguments": json.dumps(arguments)}
         messages, reward, terminated, truncated, _ = self.env.step(
             {"role": "assistant", "content": None, "tool_calls": [call]}
@@ -153,7 +153,7 @@ def _tool_method(function: dict[str, Any]) -> Callable[..., str]:
         default = inspect.Parameter.empty if key in required else None
         hint = hints[key] if key in required else hints[key] | None
         signature.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint))
-    method.__signature__ = inspect.Signature(signature, return_annotation=str)  # type: ignore[attr-defined]
+    method.__signature__ = inspect.Signature(signature, return_annotation=str)
     method.__annotations__ = {p.name: p.annotation for p in signature[1:]} | {"return": str}
     method.__name__ = method.__qualname__ = name
     args = "".join(f"\n    {key}: {spec.get('description') or key}" for key, spec in properties.items())
@@ -164,7 +164,8 @@ def _tool_method(function: dict[str, Any]) -> Callable[..., str]:
 def _python_type(tool: str, key: str, spec: dict[str, Any]) -> Any:
     kind = spec.get("type")
     if kind == "array":
-        return _ITEM_TYPES.get((spec.get("items") or {}).get("type"), list)
+        item_kind = (spec.get("items") or {}).get("type")
+        return _ITEM_TYPES.get(item_kind, list) if isinstance(item_kind, str) else list
     if kind in _JSON_TYPES:
         return _JSON_TYPES[kind]
     raise ValueError(

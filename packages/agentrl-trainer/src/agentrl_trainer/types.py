@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # importing agentrl_envs registers every task: an engine process does without it
+    from agentrl_envs.core.status import SampleStatus
 
 __all__ = ["Generation", "Group", "InfraFault", "TokenSegment", "Trajectory", "TrainingRow"]
 
@@ -61,24 +64,30 @@ class InfraFault:
         return f"{self.task}/{self.phase}/{self.error_type}"
 
 
+def _running() -> SampleStatus:
+    from agentrl_envs.core.status import SampleStatus
+
+    return SampleStatus.RUNNING
+
+
 @dataclass(slots=True)
 class Trajectory:
     """One finished episode: prompt tokens, then alternating action and environment segments."""
 
     row: TrainingRow
     prompt_ids: list[int]
-    segments: list[TokenSegment] = field(default_factory=list)
+    segments: list[TokenSegment] = field(default_factory=list[TokenSegment])
     reward: float = 0.0
     env_reward: float = 0.0
     score: float = 0.0
-    status: str = "running"
+    status: SampleStatus = field(default_factory=_running)
     turns: int = 0
     infra_error: bool = False
     fault: InfraFault | None = None
     """What failed, when ``infra_error`` is set."""
     retries: int = 0
     duration_s: float = 0.0
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
 
     @property
     def completion_ids(self) -> list[int]:
@@ -123,7 +132,7 @@ class Trajectory:
     @property
     def is_finished(self) -> bool:
         """Whether the episode ended by the agent's doing (completed or failed), not by a limit."""
-        return self.status in ("completed", "agent invalid action", "agent validation failed")
+        return self.status.is_terminated
 
 
 @dataclass(slots=True)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentrl_envs.tasks.db import backend
+from agentrl_envs.tasks.db import base
 from agentrl_envs.tasks.db.backend import private_dir
 
 HOLD_AN_EPISODE = """
@@ -29,7 +29,7 @@ def test_directories_of_a_killed_process_are_removed_by_the_next_one(monkeypatch
     child.wait()
     assert orphan.is_dir()  # SIGKILL gives the owner no chance to clean up
 
-    monkeypatch.setattr(backend, "_swept", set())  # as in a fresh process
+    monkeypatch.setattr(base, "_swept", set())  # as in a fresh process
     mine = private_dir("db")
     try:
         assert not orphan.exists()
@@ -39,9 +39,9 @@ def test_directories_of_a_killed_process_are_removed_by_the_next_one(monkeypatch
 
 
 def test_directories_of_live_owners_are_kept(monkeypatch) -> None:
-    monkeypatch.setattr(backend, "_swept", set())
+    monkeypatch.setattr(base, "_swept", set())
     first = private_dir("db")
-    monkeypatch.setattr(backend, "_swept", set())
+    monkeypatch.setattr(base, "_swept", set())
     second = private_dir("db")
     try:
         assert first.is_dir() and second.is_dir()

@@ -137,6 +137,7 @@ class SessionManager:
         call = session.call = asyncio.ensure_future(self._timed_interact(session, messages))
         try:
             error = None
+            out: Any = None
             try:
                 out = await call
             except asyncio.CancelledError:

@@ -43,7 +43,7 @@ class _Connection(asyncio.Protocol):
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's transports do not subclass asyncio's
+        self.transport = transport  # pyright: ignore[reportAttributeAccessIssue]  # uvloop's do not subclass asyncio's
 
     def data_received(self, data: bytes) -> None:
         try:

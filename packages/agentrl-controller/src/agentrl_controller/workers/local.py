@@ -227,7 +227,7 @@ def create_worker_app(worker: LocalWorker) -> ASGIApp:
         Route("/api/get_sessions", get_sessions, methods=["GET"]),
     ]
     handlers = {_Refused: refused, ValidationError: invalid, ValueError: invalid}
-    app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    app = Starlette(routes=routes, exception_handlers=handlers)
     return FastJsonRoute(app, path="/api/interact", handler=fast_interact)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar
+from typing import Any, cast
 
 import gymnasium as gym
 import httpx
@@ -21,19 +21,18 @@ from agentrl_envs.core.errors import EnvError, InfraError, UnknownTaskError
 from agentrl_envs.core.messages import Message, parse_action
 from agentrl_envs.core.registry import resolve_task
 from agentrl_envs.core.spaces import ActionSpace, MessagesSpace
-from agentrl_envs.core.status import SampleStatus
+from agentrl_envs.core.status import TERMINATED_STATUSES, SampleStatus
 from agentrl_envs.wire import Observation, StartSampleRequest, interact_request, start_sample_request
 
 __all__ = ["RemoteEnv"]
 
-_TERMINATED = {"completed", "agent invalid action", "agent validation failed"}
 _RETRY_STATUS = {429}
 
 
 class RemoteEnv(gym.Env[list[Message], Any]):
     """One task's episodes on a controller; same observations, actions and ``info`` as the local env."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # an instance variable, as Gymnasium's Env declares it
 
     def __init__(
         self,
@@ -150,9 +149,11 @@ class RemoteEnv(gym.Env[list[Message], Any]):
 
     def num_samples(self) -> int:
         """How many samples the controller lists for this task (indices ``0..n-1`` for AgentBench tasks)."""
-        if self._indices is None:
-            self._indices = self._call(lambda: self._client.get("get_indices", params={"name": self.name}))[0]
-        return len(self._indices)
+        indices = self._indices
+        if indices is None:
+            indices = self._call(lambda: self._client.get("get_indices", params={"name": self.name}))[0]
+            self._indices = indices
+        return len(indices)
 
     def close(self) -> None:
         """Cancel an open episode and close the connections."""
@@ -225,14 +226,14 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         finished = data.finish
         if finished:
             self.session_id = None
-        terminated = finished and self._status in _TERMINATED
+        terminated = finished and self._status in TERMINATED_STATUSES
         return messages, data.reward, terminated, finished and not terminated, self._info(data)
 
     def _info(self, data: Observation) -> dict[str, Any]:
         metrics = data.metrics
         infra_error = bool(metrics.get("infra_error", self._status == SampleStatus.TASK_ERROR.value))
         score = metrics.get("score", data.reward)
-        info = {
+        info: dict[str, Any] = {
             "task": self.task,
             "split": self.split,
             "index": self._index,
@@ -319,7 +320,8 @@ class RemoteEnv(gym.Env[list[Message], Any]):
         except ValueError:
             data = None
         if response.status_code >= 400:
-            detail = data.get("error") or data.get("detail") if isinstance(data, dict) else response.text[:500]
+            body = cast(dict[str, Any], data) if isinstance(data, dict) else None
+            detail = body.get("error") or body.get("detail") if body is not None else response.text[:500]
             error = EnvError if response.status_code < 500 else InfraError
             hint = self._url_hint() if response.status_code == 404 else ""
             raise error(f"Controller answered {response.status_code} to {response.request.url.path}: {detail}.{hint}")

@@ -13,6 +13,7 @@ from agentrl_envs.core.errors import (
 from agentrl_envs.core.messages import AssistantMessage, FunctionCall, Message, ToolCall, parse_action
 from agentrl_envs.core.oracle import Oracle, load_oracle
 from agentrl_envs.core.pool import EnvPool, close_quietly
+from agentrl_envs.core.protocols import AsyncToolEnv, EnvFactory
 from agentrl_envs.core.registry import TASKS, TaskSpec, make, register_envs, register_task, resolve_task
 from agentrl_envs.core.spaces import ActionSpace, MessagesSpace
 from agentrl_envs.core.status import SampleStatus
@@ -23,11 +24,13 @@ __all__ = [
     "ActionSpace",
     "AgentRLError",
     "AssistantMessage",
+    "AsyncToolEnv",
     "BackendUnavailableError",
     "CheckedCall",
     "DataError",
     "DataRoot",
     "EnvError",
+    "EnvFactory",
     "EnvPool",
     "FunctionCall",
     "InfraError",

@@ -15,7 +15,8 @@ recursive code downstream (jsonschema, ``repr``, the tasks).
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
 
 __all__ = [
     "MAX_DEPTH",
@@ -111,14 +112,18 @@ def raw_decode_bounded(text: str) -> tuple[Any, int]:
 def json_depth(value: Any, *, stop_at: int = MAX_DEPTH + 1) -> int:
     """How deeply arrays/objects nest in ``value`` (0 for a scalar), counted without recursion up to ``stop_at``."""
     depth = 0
-    level = [value]
+    level: list[Any] = [value]
     while depth < stop_at:
-        containers = [item for item in level if isinstance(item, dict | list | tuple)]
+        containers: list[Any] = [item for item in level if isinstance(item, dict | list | tuple)]
         if not containers:
             break
         depth += 1
-        level = [child for item in containers for child in (item.values() if isinstance(item, dict) else item)]
+        level = [child for item in containers for child in _children(item)]
     return depth
+
+
+def _children(container: Any) -> Iterable[Any]:
+    return cast(dict[Any, Any], container).values() if isinstance(container, dict) else cast(Iterable[Any], container)
 
 
 def safe_text(value: Any) -> str:

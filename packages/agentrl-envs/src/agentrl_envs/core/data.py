@@ -19,19 +19,12 @@ from typing import Any
 
 import yaml
 
+from agentrl_envs.core.cache import resolve_cache_dir  # here too: the callers' one place for data and cache
 from agentrl_envs.core.errors import DataError
 
 __all__ = ["DataRoot", "read_json", "read_jsonl", "resolve_cache_dir", "resolve_data_root"]
 
 DATA_ROOT_ENV = "AGENTRL_DATA_ROOT"
-CACHE_DIR_ENV = "AGENTRL_CACHE_DIR"
-
-
-def resolve_cache_dir() -> Path:
-    """The directory for generated assets (created if missing)."""
-    path = Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "agentrl").expanduser()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def resolve_data_root(data_root: str | os.PathLike[str] | None = None) -> Path:
@@ -156,7 +149,7 @@ def _read_json_cached(path: Path, mtime_ns: int) -> Any:
 
 @cache
 def _read_jsonl_cached(path: Path, mtime_ns: int) -> list[Any]:
-    rows = []
+    rows: list[Any] = []
     with path.open(encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if line.strip():

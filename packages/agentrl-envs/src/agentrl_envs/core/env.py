@@ -63,7 +63,6 @@ def _log_step_fault(task: str, index: int | None, error: Exception) -> None:
         logger.debug("%s sample %s: infrastructure error in step", task, index, exc_info=error)
 
 
-_TERMINATED = {SampleStatus.COMPLETED, SampleStatus.AGENT_INVALID_ACTION, SampleStatus.AGENT_VALIDATION_FAILED}
 _TEXT_ACTION = re.compile(r"^\s*Action:\s*([A-Za-z_][\w.-]*)\s*$", re.MULTILINE)
 
 
@@ -71,11 +70,11 @@ _TEXT_ACTION = re.compile(r"^\s*Action:\s*([A-Za-z_][\w.-]*)\s*$", re.MULTILINE)
 class Turn:
     """A task's answer to one assistant message."""
 
-    messages: list[Message] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list[Message])
     status: SampleStatus = SampleStatus.RUNNING
     reward: float = 0.0
     score: float | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
 class ToolEnv(gym.Env[list[Message], Any], ABC):
@@ -85,7 +84,7 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
     or text in text mode). See DESIGN.md's environment contract.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # an instance variable, as Gymnasium's Env declares it
 
     task: ClassVar[str]
     """Short task name: ``alfworld``, ``db``, ``kg``, ``os`` or ``webshop``."""
@@ -266,7 +265,7 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         self._last_info = self._info(score=score, infra_error=infra_error, **turn.info)
         if status.is_terminal:
             self._end_episode()
-        terminated = status in _TERMINATED
+        terminated = status.is_terminated
         truncated = status.is_terminal and not terminated
         return self._observe(turn.messages), float(turn.reward), terminated, truncated, dict(self._last_info)
 
@@ -288,10 +287,11 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         """The transcript so far as text, in ``ansi`` render mode."""
         if self.render_mode != "ansi":
             return None
-        lines = []
+        lines: list[str] = []
         for m in self.messages:
             lines.append(f"[{m['role']}] {m.get('content') or ''}")
-            for call in m.get("tool_calls") or []:
+            calls: list[dict[str, Any]] = m.get("tool_calls") or []
+            for call in calls:
                 lines.append(f"  -> {call['function']['name']}({call['function']['arguments']})")
         return "\n".join(lines)
 
@@ -351,7 +351,7 @@ def parse_text_tool_calls(text: str) -> list[ToolCall]:
     Text mode gives tool-less models the same tools: each ``Action:`` line opens a call whose arguments
     are the first JSON object after it (``{}`` if none). Text without ``Action:`` lines has no calls.
     """
-    calls = []
+    calls: list[ToolCall] = []
     matches = list(_TEXT_ACTION.finditer(text))
     for number, match in enumerate(matches):
         end = matches[number + 1].start() if number + 1 < len(matches) else len(text)

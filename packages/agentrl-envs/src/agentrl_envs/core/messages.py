@@ -8,7 +8,7 @@ turns each into an :class:`AssistantMessage` without ever failing on what a mode
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -55,7 +55,7 @@ class AssistantMessage(BaseModel):
 
     role: Literal["assistant"] = "assistant"
     content: str | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list[ToolCall])
 
     def to_dict(self) -> Message:
         """The message as an OpenAI dict, without empty ``tool_calls``."""
@@ -105,7 +105,7 @@ def parse_action(action: Any, *, mode: Literal["fc", "text"] = "fc") -> Assistan
             return AssistantMessage(content=action)
         return _parse_json_message(action)
     if isinstance(action, dict):
-        return _message_from_dict(action)
+        return _message_from_dict(cast(dict[Any, Any], action))
     raise TypeError(
         f"An action must be an assistant message dict, its JSON string, or text; got {type(action).__name__}. "
         "Pass e.g. {'role': 'assistant', 'content': None, 'tool_calls': [...]}."
@@ -120,28 +120,34 @@ def _parse_json_message(text: str) -> AssistantMessage:
         except BoundedJSONError:  # not a message after all (or a hostile one): the text is the content
             data = None
         if isinstance(data, dict) and ("tool_calls" in data or "content" in data or "role" in data):
-            return _message_from_dict(data)
+            return _message_from_dict(cast(dict[Any, Any], data))
     return AssistantMessage(content=text)
 
 
-def _message_from_dict(data: dict[str, Any]) -> AssistantMessage:
+def _message_from_dict(data: dict[Any, Any]) -> AssistantMessage:
+    """Read a message dict from a model (its keys are not always strings)."""
     content = data.get("content")
     if content is not None and not isinstance(content, str):
         content = _content_to_text(content)
-    raw_calls = data.get("tool_calls") or []
+    raw_calls: Any = data.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raw_calls = [raw_calls]
     # extra fields pass through (e.g. ``reasoning_content``); keys must be strings to be keyword arguments
     extra = {k: v for k, v in data.items() if isinstance(k, str) and k not in ("role", "content", "tool_calls")}
-    return AssistantMessage(content=content, tool_calls=[_coerce_tool_call(c) for c in raw_calls], **extra)
+    calls = [_coerce_tool_call(c) for c in cast(list[Any], raw_calls)]
+    return AssistantMessage(content=content, tool_calls=calls, **extra)
 
 
 def _content_to_text(content: Any) -> str:
     """Join OpenAI content parts (``[{"type": "text", "text": ...}]``) into one string."""
     if isinstance(content, list):
-        parts = [p.get("text", "") if isinstance(p, dict) else p for p in content]
+        parts = [_text_part(p) for p in cast(list[Any], content)]
         return "".join(safe_text(p) for p in parts)
     return safe_text(content)
+
+
+def _text_part(part: Any) -> Any:
+    return cast(dict[Any, Any], part).get("text", "") if isinstance(part, dict) else part
 
 
 def _coerce_tool_call(raw: Any) -> ToolCall:
@@ -150,9 +156,11 @@ def _coerce_tool_call(raw: Any) -> ToolCall:
         return raw
     if not isinstance(raw, dict):
         return ToolCall(function=FunctionCall(name="", arguments=str(raw)))
-    function = raw.get("function")
+    raw = cast(dict[Any, Any], raw)
+    function: Any = raw.get("function")
     if not isinstance(function, dict):
         function = {"name": raw.get("name", ""), "arguments": raw.get("arguments", "{}")}
+    function = cast(dict[Any, Any], function)
     name = function.get("name")
     arguments = function.get("arguments", "{}")
     if not isinstance(arguments, str):

@@ -35,7 +35,7 @@ def _load_prctl() -> Callable[[int, int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl  # type: ignore[no-any-return]
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
     except (OSError, AttributeError):
         return None
 
@@ -126,7 +126,7 @@ def spawn(
         raise TypeError("spawn() sets the child's preexec_fn itself (death_signal=...); pass no preexec_fn.")
     if death_signal is not None and _prctl is not None:
         popen_kwargs["preexec_fn"] = _die_with(os.getpid(), int(death_signal))
-    return _spawner().call(lambda: subprocess.Popen(args, **popen_kwargs))  # type: ignore[no-any-return]
+    return _spawner().call(lambda: subprocess.Popen(args, **popen_kwargs))
 
 
 def pid_alive(pid: int) -> bool:
@@ -158,7 +158,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def stop_process(process: subprocess.Popen, *, timeout_s: float = 30.0) -> None:
+def stop_process(process: subprocess.Popen[Any], *, timeout_s: float = 30.0) -> None:
     """Terminate ``process`` and wait for it; kill it if it has not exited after ``timeout_s``."""
     if process.poll() is not None:
         return

@@ -170,7 +170,7 @@ def register_envs() -> None:
     _load_entry_points_once()
     for spec in TASKS.values():
         if spec.entry_point is not None and spec.env_id not in gym.registry:
-            gym.register(
+            gym.register(  # pyright: ignore[reportUnknownMemberType]  # Gymnasium leaves parts of it unannotated
                 id=spec.env_id, entry_point=create_env, kwargs={"task": spec.short_name}, disable_env_checker=False
             )
     _hint_misspelled_ids()
@@ -219,7 +219,7 @@ def _hint_misspelled_ids() -> None:
     (``NameNotFound``, ``VersionNotFound``...); ids outside the namespace that suggest nothing keep Gymnasium's
     message.
     """
-    check = registration._check_version_exists
+    check = registration._check_version_exists  # pyright: ignore[reportPrivateUsage]  # the one hook there is
     if getattr(check, "_agentrl_hints", False):
         return
 
@@ -241,8 +241,8 @@ def _hint_misspelled_ids() -> None:
                 raise type(e)(f"Environment `{env_id}` doesn't exist. The {_NAMESPACE} ids are {known}.") from None
             raise
 
-    check_with_hint._agentrl_hints = True  # type: ignore[attr-defined]
-    registration._check_version_exists = check_with_hint
+    check_with_hint._agentrl_hints = True  # pyright: ignore[reportAttributeAccessIssue]  # marks it wrapped
+    registration._check_version_exists = check_with_hint  # pyright: ignore[reportPrivateUsage]
 
 
 def create_env(*, task: str, controller_url: str | None = None, **kwargs: Any) -> gym.Env:
@@ -261,7 +261,7 @@ def create_env(*, task: str, controller_url: str | None = None, **kwargs: Any) -
     return load_object(spec.entry_point)(**kwargs)
 
 
-create_env.metadata = {"render_modes": ["ansi"]}  # type: ignore[attr-defined]  # read by gym.make
+create_env.metadata = {"render_modes": ["ansi"]}  # pyright: ignore[reportFunctionMemberAccess]  # read by gym.make
 
 
 def resolve_task(name: str) -> tuple[TaskSpec, str | None]:
@@ -359,7 +359,9 @@ def register_task(
         spec = dataclasses.replace(held, oracle=oracle)  # an entry point's task, now imported with its oracle
     TASKS[name] = spec
     if spec.env_id not in gym.registry:
-        gym.register(id=spec.env_id, entry_point=create_env, kwargs={"task": name}, disable_env_checker=False)
+        gym.register(  # pyright: ignore[reportUnknownMemberType]  # Gymnasium leaves parts of it unannotated
+            id=spec.env_id, entry_point=create_env, kwargs={"task": name}, disable_env_checker=False
+        )
     return spec
 
 

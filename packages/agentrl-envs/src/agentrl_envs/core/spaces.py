@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import string
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -48,7 +48,9 @@ class MessagesSpace(spaces.Space[list[dict[str, Any]]]):
 
     def contains(self, x: Any) -> bool:
         """Whether ``x`` is a list of message dicts."""
-        return isinstance(x, list) and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in x)
+        return isinstance(x, list) and all(
+            isinstance(m, dict) and isinstance(cast(dict[Any, Any], m).get("role"), str) for m in cast(list[Any], x)
+        )
 
     def __repr__(self) -> str:
         return "MessagesSpace()"

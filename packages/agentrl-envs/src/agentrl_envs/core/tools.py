@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
-import jsonschema
-from jsonschema.exceptions import best_match
+from jsonschema import exceptions
+from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
 
 from agentrl_envs.core.bounded_json import BoundedJSONError, loads_bounded
 from agentrl_envs.core.errors import EnvError
@@ -59,7 +61,7 @@ class ToolBox:
             EnvError: If a schema is malformed.
         """
         self.schemas = tools
-        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._validators: dict[str, Validator] = {}
         for tool in tools:
             function = tool.get("function", {})
             name = function.get("name")
@@ -67,9 +69,9 @@ class ToolBox:
             if not name:
                 raise EnvError(f"Tool schema without a function name: {tool!r}")
             try:
-                cls = jsonschema.validators.validator_for(parameters)
+                cls = validator_for(parameters)
                 cls.check_schema(parameters)
-            except jsonschema.SchemaError as e:
+            except SchemaError as e:
                 raise EnvError(f"Tool {name!r} has an invalid parameters schema: {e.message}") from e
             self._validators[name] = cls(parameters)
 
@@ -108,7 +110,10 @@ class ToolBox:
         if not isinstance(arguments, dict):
             detail = f"Arguments of {name!r} must be a JSON object, got {type(arguments).__name__}."
             return CheckedCall(call.id, name, {}, ToolCallError.MALFORMED_ARGUMENTS, detail)
-        error = best_match(self._validators[name].iter_errors(arguments))
+        arguments = cast(dict[str, Any], arguments)  # JSON object keys are strings
+        # typeshed's jsonschema stub leaves best_match's return unannotated: it is the error or None
+        errors = self._validators[name].iter_errors(arguments)
+        error = cast(ValidationError | None, exceptions.best_match(errors))  # pyright: ignore[reportUnknownMemberType]
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path)
             detail = f"Invalid arguments for {name!r}: {error.message}" + (f" (at {where})" if where else "") + "."

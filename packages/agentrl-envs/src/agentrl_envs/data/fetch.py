@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from agentrl_envs.core.data import resolve_cache_dir
+from agentrl_envs.core.cache import resolve_cache_dir
 from agentrl_envs.core.errors import DataError
 from agentrl_envs.data.atomic import locked
 from agentrl_envs.data.build import install, read_info

@@ -7,6 +7,7 @@ from any source (GitHub's tarball, a mirror, a local checkout), also one the sou
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -55,7 +56,7 @@ class TreeListing:
         return cls(commit, blobs)
 
 
-def load_listing(commit: str = PINNED_COMMIT, tree_file: str | Path | None = None) -> TreeListing:
+def load_listing(commit: str = PINNED_COMMIT, tree_file: str | os.PathLike[str] | None = None) -> TreeListing:
     """The tree listing of ``commit``: the packaged one, or ``tree_file`` (``git ls-tree -r <commit>`` output).
 
     Raises:

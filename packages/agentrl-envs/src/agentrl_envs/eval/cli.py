@@ -32,6 +32,7 @@ from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import AgentRLError, DataError, EnvError, UnknownTaskError
 from agentrl_envs.core.registry import TASKS, expand_tasks, resolve_task
 from agentrl_envs.eval.agents import Agent, AgentFactory, MixedAgent, OracleAgent, RandomAgent
+from agentrl_envs.eval.help_format import DefaultsHelpFormatter
 from agentrl_envs.eval.openai_agent import OpenAIAgent, OpenAIChatClient, RetryPolicy
 from agentrl_envs.eval.records import EpisodeRecord
 from agentrl_envs.eval.report import EpisodeWriter, print_table, summarize, write_results
@@ -42,16 +43,6 @@ from agentrl_envs.eval.runner import Evaluation, TaskPlan
 __all__ = ["DefaultsHelpFormatter", "build_parser", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows a flag's default in ``--help`` unless it has none, or its help already says it."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        if action.default in (None, False, []) or "default" in text:
-            return text
-        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentrl_envs.core.errors import EnvError
-from agentrl_envs.eval.cli import DefaultsHelpFormatter
+from agentrl_envs.eval.help_format import DefaultsHelpFormatter
 from agentrl_envs.eval.report import RESULTS_FILE
 
 __all__ = ["Run", "check_comparable", "load_run", "main", "plot_runs"]

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from agentrl_envs.core.messages import Message
+from agentrl_envs.core.status import SampleStatus
 
 __all__ = ["SUCCESS_SCORE", "EpisodeKey", "EpisodeRecord", "TurnLog"]
 
@@ -34,7 +35,7 @@ class EpisodeRecord:
     split: str
     index: int
     run: int
-    status: str = "running"
+    status: SampleStatus = SampleStatus.RUNNING
     score: float = 0.0
     infra_error: bool = False
     error: str | None = None
@@ -60,7 +61,7 @@ class EpisodeRecord:
         Episodes that ended ``cancelled`` (the model endpoint stayed down, or Ctrl-C) or with an infrastructure
         error are played again by ``--resume``.
         """
-        return not self.infra_error and self.status not in ("cancelled", "running")
+        return not self.infra_error and self.status not in (SampleStatus.CANCELLED, SampleStatus.RUNNING)
 
     @property
     def usage(self) -> dict[str, int] | None:
@@ -98,5 +99,6 @@ class EpisodeRecord:
         """A record read back from its ``episodes.jsonl`` object (derived keys are recomputed)."""
         names = {f.name for f in fields(cls)}
         record = cls(**{key: value for key, value in data.items() if key in names and key != "turns"})
+        record.status = SampleStatus(record.status)
         record.turns = [TurnLog(**turn) for turn in data.get("turns") or []]
         return record

@@ -17,13 +17,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import gymnasium as gym
 
 from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.errors import EnvError, InfraError
 from agentrl_envs.core.pool import EnvPool
+from agentrl_envs.core.protocols import AsyncToolEnv
 from agentrl_envs.core.registry import make
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.eval.agents import Agent, AgentFactory, AgentTurn
@@ -81,7 +82,7 @@ class TaskEnvInfo:
     """The data root the env read (``None``: it read none, or it runs on a controller)."""
 
     @classmethod
-    def of(cls, env: Any) -> TaskEnvInfo:
+    def of(cls, env: AsyncToolEnv) -> TaskEnvInfo:
         """Read an unwrapped env."""
         return cls(
             num_samples=env.num_samples(),
@@ -170,7 +171,10 @@ class Evaluation:
         except (TypeError, ValueError) as e:  # gym.make's way of refusing an option the task does not take
             raise EnvError(f"Could not make {plan.name}/{plan.split} with options {plan.env_options}: {e}") from e
         try:
-            self.task_envs[plan.name] = TaskEnvInfo.of(env.unwrapped)
+            inner = env.unwrapped
+            if not isinstance(inner, AsyncToolEnv):
+                raise EnvError(f"{plan.name}: {type(inner).__name__} has no areset/astep/num_samples to evaluate.")
+            self.task_envs[plan.name] = TaskEnvInfo.of(inner)
         finally:
             pool.release(env)
         self.pools[plan.name] = pool
@@ -213,7 +217,8 @@ class Evaluation:
             _end(record, SampleStatus.TASK_ERROR, error=f"could not make the environment: {e}", infra_error=True)
         else:
             try:
-                await Episode(env.unwrapped, agent, record).play()
+                inner = cast(AsyncToolEnv, env.unwrapped)  # the pool's start() checked its first one
+                await Episode(inner, agent, record).play()
             finally:
                 self.pools[plan.name].release(env, broken=record.infra_error)
         record.timings["total_s"] = time.perf_counter() - started
@@ -223,7 +228,7 @@ class Evaluation:
 class Episode:
     """One episode between an environment and an agent, recorded into an :class:`EpisodeRecord`."""
 
-    def __init__(self, env: Any, agent: Agent, record: EpisodeRecord) -> None:
+    def __init__(self, env: AsyncToolEnv, agent: Agent, record: EpisodeRecord) -> None:
         """Pair an unwrapped env (with ``areset``/``astep``) and an agent for ``record``'s sample."""
         self.env = env
         self.agent = agent
@@ -249,6 +254,9 @@ class Episode:
             began = time.perf_counter()
             turn = await self._ask(self.agent.act(list(record.messages), self.tools))
             if turn is None:
+                return
+            if turn is True:  # act() returned None, which is no message to play
+                _end(record, SampleStatus.CANCELLED, error="the agent's act() returned None instead of a message")
                 return
             record.timings["agent_s"].append(time.perf_counter() - began)
             if isinstance(turn, AgentTurn):
@@ -293,7 +301,7 @@ class Episode:
             error = str(info.get("error", "infrastructure error"))
             _end(record, SampleStatus.TASK_ERROR, error=error, infra_error=True)
         elif terminated or truncated:
-            record.status = str(info.get("status", SampleStatus.COMPLETED))
+            record.status = SampleStatus(info.get("status", SampleStatus.COMPLETED))
 
     def _observe(self, info: dict[str, Any]) -> None:
         self.tools = info.get("tools") or self.tools
@@ -302,6 +310,6 @@ class Episode:
 
 
 def _end(record: EpisodeRecord, status: SampleStatus, *, error: str, infra_error: bool = False) -> None:
-    record.status = status.value
+    record.status = status
     record.error = error
     record.infra_error = infra_error

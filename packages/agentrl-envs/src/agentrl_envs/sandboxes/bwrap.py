@@ -37,7 +37,7 @@ from pathlib import Path
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
 from agentrl_envs.core.processes import spawn
 from agentrl_envs.sandboxes.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxBackend, ShellResult
-from agentrl_envs.sandboxes.cgroup import Cgroup
+from agentrl_envs.sandboxes.cgroup import Cgroup, CgroupCounters
 from agentrl_envs.sandboxes.pty import PtyChannel, open_pty
 from agentrl_envs.sandboxes.shell import ShellDriver
 
@@ -198,18 +198,18 @@ class BwrapSandbox(Sandbox):
         output, timed_out = self._driver.run(script, timeout=self.limits.command_timeout_s, hard_stop=self._hard_stop)
         return ShellResult(output, timed_out, self._limit_notes(before))
 
-    def _limit_notes(self, before: object) -> list[str]:
+    def _limit_notes(self, before: CgroupCounters) -> list[str]:
         assert self._cgroup is not None
         after = self._cgroup.counters()
         notes = []
-        if after.pids_max_hits > before.pids_max_hits:  # type: ignore[attr-defined]
+        if after.pids_max_hits > before.pids_max_hits:
             killed = self._hard_stop()
             notes.append(
                 f"[the process limit of {self.limits.pids} was reached; {killed} process(es) other than the "
                 "shell were killed]"
             )
-        if after.oom_kills > before.oom_kills:  # type: ignore[attr-defined]
-            count = after.oom_kills - before.oom_kills  # type: ignore[attr-defined]
+        if after.oom_kills > before.oom_kills:
+            count = after.oom_kills - before.oom_kills
             notes.append(f"[the memory limit of {self.limits.memory_mb} MiB was reached; {count} process(es) killed]")
         return notes
 

@@ -45,23 +45,23 @@ class PoolSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    warm: int = Field(2, ge=0, le=1000)
+    warm: int = Field(default=2, ge=0, le=1000)
     """Started sandboxes kept idle per image, ready to lease."""
-    maximum: int = Field(64, ge=1, le=10_000)
+    maximum: int = Field(default=64, ge=1, le=10_000)
     """Most sandboxes per image at once (idle, leased, starting and closing); a lease beyond it waits. Sized for
     one pool shared by a controller worker's sessions (64 by default); an env alone never comes near it."""
-    fillers: int = Field(2, ge=1, le=64)
+    fillers: int = Field(default=2, ge=1, le=64)
     """Sandboxes started at once in the background (threads for the pool's life): one start at a time falls
     behind when episodes end faster than a sandbox starts (a Docker start takes half a second on a busy
     machine), and the engine and the kernel do part of a start while the other waits."""
     exec_check: bool = False
     """Also run ``true`` as an independent process in the sandbox before leasing it (about 70 ms on bwrap,
     as long as a cold bwrap start; the default checks that the shell process runs and is not a zombie)."""
-    health_timeout_s: float = Field(5.0, gt=0)
+    health_timeout_s: float = Field(default=5.0, gt=0)
     """Time the ``exec_check`` may take before the sandbox counts as unhealthy."""
-    lease_timeout_s: float = Field(120.0, gt=0)
+    lease_timeout_s: float = Field(default=120.0, gt=0)
     """How long a lease waits for a sandbox when ``maximum`` are in use."""
-    images: list[str] = Field(default_factory=list)
+    images: list[str] = Field(default_factory=list[str])
     """Images to start warming when the pool is built (others are warmed from their first lease on)."""
 
     @model_validator(mode="after")
@@ -338,9 +338,11 @@ class SandboxPool(SandboxBackend):
     def _filler(self) -> None:
         while True:
             with self._cond:
-                while not self._closed and (image := self._wanted()) is None:
+                image = None if self._closed else self._wanted()
+                while not self._closed and image is None:
                     self._cond.wait(_RETRY_S)
-                if self._closed:
+                    image = None if self._closed else self._wanted()
+                if self._closed or image is None:
                     return
                 self._images[image].starting += 1
             try:

@@ -10,17 +10,17 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 from agentrl_envs.core.data import DataRoot, resolve_cache_dir
 from agentrl_envs.core.errors import EnvError
 from agentrl_envs.synth.pipeline import Generator, synthesize
-from agentrl_envs.synth.types import DIFFICULTIES
+from agentrl_envs.synth.types import DIFFICULTIES, TaskName
 from agentrl_envs.synth.validate import TaskAdapter
 
 __all__ = ["add_commands", "run"]
 
-TASKS = ("db", "os", "kg")
+TASKS: tuple[TaskName, ...] = get_args(TaskName)
 
 
 def add_commands(groups: Any) -> None:
@@ -53,13 +53,14 @@ def run(args: argparse.Namespace) -> int:
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         raise EnvError(f"Unknown synth task(s) {unknown}; choose from {list(TASKS)}.")
+    names: list[TaskName] = [cast(TaskName, t) for t in tasks]  # each is one of TASKS
     levels = _levels(args.difficulty)
     if args.n < 1:
         raise EnvError(f"--n must be at least 1, got {args.n}.")
     data = DataRoot.find(args.data_root)
     out = args.out or resolve_cache_dir() / "synth" / f"{args.generator}-seed{args.seed}"
     report = []
-    for task in tasks:
+    for task in names:
         adapter = make_adapter(task, data, backend=args.backend)
         generator = make_generator(task, data, args)
         path = out / f"{task}{adapter.suffix}"
@@ -101,7 +102,7 @@ def make_adapter(task: str, data: DataRoot, *, backend: str | None = None) -> Ta
     return KGAdapter(data)
 
 
-def make_generator(task: str, data: DataRoot, args: argparse.Namespace) -> Generator:
+def make_generator(task: TaskName, data: DataRoot, args: argparse.Namespace) -> Generator:
     """The procedural generator of a task, or the LLM mode."""
     if args.generator == "llm":
         from agentrl_envs.synth.llm import LLMGenerator

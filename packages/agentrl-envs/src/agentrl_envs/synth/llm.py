@@ -22,7 +22,7 @@ from agentrl_envs.core.data import DataRoot
 from agentrl_envs.core.messages import Message
 from agentrl_envs.eval.errors import AgentStop
 from agentrl_envs.eval.openai_agent import OpenAIChatClient
-from agentrl_envs.synth.types import Candidate, Rejection
+from agentrl_envs.synth.types import Candidate, Rejection, TaskName
 
 __all__ = ["LLMGenerator", "extract_json", "seed_pool"]
 
@@ -89,7 +89,7 @@ class LLMGenerator:
 
     def __init__(
         self,
-        task: str,
+        task: TaskName,
         data: DataRoot,
         *,
         base_url: str,
@@ -111,7 +111,8 @@ class LLMGenerator:
             temperature: Sampling temperature of the proposals.
             examples_per_prompt: Seed examples shown per request.
         """
-        self.task, self.data, self.seed = task, data, seed
+        self.task: TaskName = task
+        self.data, self.seed = data, seed
         self.examples_per_prompt = examples_per_prompt
         self.pool = seed_pool(data, task)
         self.client = OpenAIChatClient(

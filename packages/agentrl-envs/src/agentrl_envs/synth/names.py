@@ -7,6 +7,7 @@ real ones do (spaces, capitals, apostrophes, several words), so the pools mix th
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 
 __all__ = [
     "CITIES",
@@ -55,13 +56,15 @@ def person_name(rng: random.Random) -> str:
     return f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
 
 
-def pick_unique(rng: random.Random, make: object, n: int, *, tries: int = 50) -> list[str]:
+def pick_unique(
+    rng: random.Random, make: Callable[[random.Random], str] | Sequence[str], n: int, *, tries: int = 50
+) -> list[str]:
     """``n`` distinct values from ``make(rng)`` (a callable) or from a sequence of choices."""
     values: list[str] = []
     for _ in range(n * tries):
         if len(values) == n:
             break
-        value = make(rng) if callable(make) else rng.choice(make)  # type: ignore[arg-type]
+        value = make(rng) if callable(make) else rng.choice(make)
         if value not in values:
             values.append(value)
     return values

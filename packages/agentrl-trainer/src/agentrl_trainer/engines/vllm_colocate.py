@@ -116,7 +116,7 @@ class VLLMColocateEngine(StagedWeightUpdates):
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"vllm-{name}", daemon=True)
         self._thread.start()
         try:
-            self._llm = self._call(self._start(), timeout=config.startup_timeout_s)
+            self._llm: Any = self._call(self._start(), timeout=config.startup_timeout_s)
         except BaseException:
             self._stop_loop()
             raise

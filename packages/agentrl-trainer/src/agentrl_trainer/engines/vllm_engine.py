@@ -66,7 +66,7 @@ def save_state_dict(state_dict: Mapping[str, torch.Tensor], path: Path) -> int:
     seen: set[tuple[int, int]] = set()
     tensors: dict[str, torch.Tensor] = {}
     for name, tensor in state_dict.items():
-        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset())
+        key = (tensor.untyped_storage().data_ptr(), int(tensor.storage_offset()))
         if key in seen:
             continue
         seen.add(key)

@@ -9,6 +9,8 @@ requests in flight are not dropped: their remaining tokens are sampled with the 
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["WeightSyncExtension"]
 
 
@@ -33,7 +35,7 @@ class WeightSyncExtension:
         tensors = load_file(path, device="cpu")
         from vllm.model_executor.model_loader.reload import finalize_layerwise_reload, initialize_layerwise_reload
 
-        runner = self.model_runner  # type: ignore[attr-defined]
+        runner = self.model_runner  # pyright: ignore[reportAttributeAccessIssue]  # vLLM's worker, mixed into, has it
         model = runner.get_model()
         expected = {name for name, _ in model.named_parameters()}
         # What the runner's reload_weights does, keeping the names loaded: vLLM only warns about a partial
@@ -53,15 +55,15 @@ class WeightSyncExtension:
         return int(getattr(self, "_agentrl_loads", 0))
 
     @staticmethod
-    def _agentrl_retie(runner: object) -> bool:
+    def _agentrl_retie(runner: Any) -> bool:
         """Bring a tied ``lm_head`` up to date with the new input embeddings.
 
         vLLM 0.32's layerwise reload only reprocesses layers it loaded weights for; a tied ``lm_head`` gets none
         (the checkpoint has no ``lm_head.weight``), so the kernel copy the CPU backend prepacked from it keeps the
         old weights. Found by the tests comparing against transformers after an update.
         """
-        model = runner.model  # type: ignore[attr-defined]
-        hf_config = runner.model_config.hf_config  # type: ignore[attr-defined]
+        model = runner.model
+        hf_config = runner.model_config.hf_config
         text_config = hf_config.get_text_config() if hasattr(hf_config, "get_text_config") else hf_config
         if not getattr(text_config, "tie_word_embeddings", False):
             return False

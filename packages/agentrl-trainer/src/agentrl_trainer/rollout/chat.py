@@ -42,7 +42,7 @@ def env_message_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]
             (a template that rewrites history; such templates cannot be used for multi-turn RL).
     """
     tool_names = [m.get("name", "dummy") for m in messages if m.get("role") == "tool"]
-    assistant = dict(_DUMMY[1])
+    assistant: dict[str, Any] = dict(_DUMMY[1])
     if tool_names:
         # Some templates (GPT-OSS) name the tool in the response header, so give the call the real name.
         assistant["tool_calls"] = [{**_DUMMY_CALL, "function": {"name": tool_names[0], "arguments": {}}}]
@@ -120,7 +120,7 @@ def parse_assistant(
 
     Malformed output never raises: what cannot be parsed stays text, which the environment answers.
     """
-    parsed = parse_response(tokenizer, list(token_ids), prefix=list(prefix), tools=tools)
+    parsed = parse_response(tokenizer, list(token_ids), prefix=list(prefix), tools=None if tools is None else [*tools])
     message: dict[str, Any] = {"role": "assistant", "content": parsed.get("content") or None}
     calls = []
     for number, call in enumerate(parsed.get("tool_calls") or []):

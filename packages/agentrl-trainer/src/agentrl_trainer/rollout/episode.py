@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentrl_envs.core import InfraError
+from agentrl_envs.core import AsyncToolEnv, InfraError
+from agentrl_envs.core.status import LIMIT_STATUSES, SampleStatus
 from agentrl_trainer.rollout.chat import env_message_ids, parse_assistant, render_prompt
 from agentrl_trainer.rollout.engine import RolloutEngine
 from agentrl_trainer.rollout.faults import fault_from_exception, fault_from_info
@@ -26,8 +27,6 @@ from agentrl_trainer.types import TokenSegment, TrainingRow, Trajectory
 __all__ = ["EpisodeLimits", "run_episode"]
 
 logger = logging.getLogger(__name__)
-
-UNFINISHED = ("task limit reached", "agent context limit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +41,7 @@ class EpisodeLimits:
 
 async def run_episode(
     row: TrainingRow,
-    env: Any,
+    env: AsyncToolEnv,
     *,
     tokenizer: Any,
     pick_engine: Callable[[], RolloutEngine],
@@ -67,16 +66,16 @@ async def run_episode(
         messages, info = await env.areset(options={"index": row.index})
     except InfraError as e:  # logged once per kind by the producer's FaultLog
         fault = fault_from_exception(row, "reset", e)
-        return Trajectory(row=row, prompt_ids=[], status="task error", infra_error=True, fault=fault)
+        return Trajectory(row=row, prompt_ids=[], status=SampleStatus.TASK_ERROR, infra_error=True, fault=fault)
     tools = info.get("tools") or None
     prompt_ids = render_prompt(tokenizer, messages, tools)
     trajectory = Trajectory(row=row, prompt_ids=prompt_ids, messages=list(messages))
     context = list(prompt_ids)
-    status = "task limit reached"
+    status = SampleStatus.TASK_LIMIT_REACHED
     for turn in range(limits.max_turns):
         budget = min(limits.max_new_tokens, limits.max_total_tokens - len(context))
         if budget <= 0:
-            status = "agent context limit"
+            status = SampleStatus.AGENT_CONTEXT_LIMIT
             break
         engine = pick_engine()
         try:
@@ -84,7 +83,7 @@ async def run_episode(
         except InfraError as e:  # a rollout engine replica died: handled like an env fault, never rewarded
             trajectory.fault = fault_from_exception(row, "engine", e)
             trajectory.infra_error = True
-            status = "task error"
+            status = SampleStatus.TASK_ERROR
             break
         trajectory.segments.append(
             TokenSegment(
@@ -108,10 +107,10 @@ async def run_episode(
         if info.get("infra_error"):
             trajectory.fault = fault_from_info(row, info)
             trajectory.infra_error = True
-            status = info.get("status", "task error")
+            status = SampleStatus(info.get("status", SampleStatus.TASK_ERROR))
             break
         if terminated or truncated:
-            status = info.get("status", "completed")
+            status = SampleStatus(info.get("status", SampleStatus.COMPLETED))
             break
         env_ids = env_message_ids(tokenizer, observation)
         if generation.finish_reason == "length":
@@ -120,7 +119,7 @@ async def run_episode(
         trajectory.segments.append(TokenSegment(tuple(env_ids), False))
         context.extend(env_ids)
     trajectory.status = status
-    penalty = limits.unfinished_penalty if status in UNFINISHED else 0.0
+    penalty = limits.unfinished_penalty if status in LIMIT_STATUSES else 0.0
     trajectory.reward = trajectory.env_reward + penalty
     trajectory.duration_s = time.perf_counter() - started
     return trajectory

@@ -200,7 +200,7 @@ def sample_batch(
         input_ids[row, width - len(ids) :] = torch.tensor(ids)
         attention_mask[row, width - len(ids) :] = 1
     with torch.no_grad():
-        out = model.generate(
+        out = model.generate(  # pyright: ignore[reportCallIssue]  # nn.Module's __getattr__ hides generate's type
             input_ids=input_ids,
             attention_mask=attention_mask,
             do_sample=True,

@@ -32,12 +32,13 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from agentrl_envs.core import EnvPool
+from agentrl_envs.core.protocols import EnvFactory
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
 from agentrl_trainer.rollout.faults import FaultLog, InfraErrorRateExceeded
@@ -49,9 +50,6 @@ logger = logging.getLogger(__name__)
 
 _MAX_SKIPPED_IN_A_ROW = 100_000
 """Rows skipped one after another before the producer gives up (every row it is given cannot start)."""
-
-EnvFactory = Callable[[str, str], Any]
-"""``(task, split) -> env``: an unwrapped ToolEnv (or anything with ``areset``/``astep``/``close``)."""
 
 
 @dataclass(slots=True)

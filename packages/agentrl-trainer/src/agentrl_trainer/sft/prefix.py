@@ -67,7 +67,7 @@ class PrefixSharingSFTTrainer(SFTTrainer):
     def _get_train_sampler(self, train_dataset: Any = None) -> Sampler | None:
         """The rows in their given order (:func:`task_batches` already shuffled the batches)."""
         dataset = train_dataset if train_dataset is not None else self.train_dataset
-        return SequentialSampler(dataset)
+        return SequentialSampler(dataset)  # pyright: ignore[reportArgumentType]  # a sized datasets.Dataset
 
 
 def prefix_shared_loss(

@@ -103,7 +103,7 @@ def _banner_cut(node: ast.expr) -> tuple[dict[str, object], ast.AST]:
             args=[
                 ast.Subscript(
                     value=ast.Call(func=ast.Attribute(attr="split"), args=[split_on]),
-                    slice=ast.Slice(lower=drop, upper=None),
+                    slice=ast.Slice(lower=ast.expr() as drop, upper=None),
                 )
             ],
         ):

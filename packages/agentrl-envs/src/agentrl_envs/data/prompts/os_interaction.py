@@ -69,7 +69,9 @@ def _truncation(execute: ast.AST) -> tuple[dict[str, object], ast.AST]:
     test = length_test(execute, "result_text")
     cut = assigned(test, "result_text")
     match cut:
-        case ast.BinOp(left=ast.Subscript(slice=ast.Slice(lower=None, upper=keep)), op=ast.Add(), right=suffix):
+        case ast.BinOp(
+            left=ast.Subscript(slice=ast.Slice(lower=None, upper=ast.expr() as keep)), op=ast.Add(), right=suffix
+        ):
             assert isinstance(test.test, ast.Compare)  # length_test matched a comparison
             limit = test.test.comparators[0]
             return {"limit": literal(limit), "keep": literal(keep), "suffix": text(suffix)}, test

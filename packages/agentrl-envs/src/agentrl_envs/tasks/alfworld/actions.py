@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["Snap", "bleu", "snap_action"]
 
@@ -52,9 +52,10 @@ def bleu(reference: str, candidate: str) -> float:
 
     with warnings.catch_warnings():  # NLTK warns about zero n-gram overlaps, which are expected here
         warnings.simplefilter("ignore")
-        return float(
-            sentence_bleu([reference.split()], candidate.split(), smoothing_function=SmoothingFunction().method4)
+        score: Any = sentence_bleu(  # NLTK annotates it loosely; it is a float
+            [reference.split()], candidate.split(), smoothing_function=SmoothingFunction().method4
         )
+        return float(score)
 
 
 def snap_action(raw: str, admissible: list[str], *, min_bleu: float = 0.01) -> Snap:

@@ -17,7 +17,7 @@ from agentrl_envs.tasks.alfworld.games import SPLIT_FILES, GameStore, prepare_ga
 
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments and generate the requested games."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--split", choices=sorted(SPLIT_FILES), default="test", help="split to generate")
     parser.add_argument("--limit", type=int, default=None, help="only the first N entries of the split")
     parser.add_argument("--stride", type=int, default=1, help="only every Nth of those entries")

@@ -71,6 +71,7 @@ class Memo:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         key = (args, tuple(sorted(kwargs.items())))
+        result: Any = None
         with self._lock:
             found = key in self._results
             if found:

@@ -155,7 +155,7 @@ class BFCLEnv(ToolEnv):
         strings = [self.upstream.call_string(c.name, c.arguments) for c in runnable]
         results = iter(self._session.execute(strings) if strings else [])
         replies = [tool_message(_refusal(c) or next(results), c.id) for c in checked]
-        info = {"turn": self._turn}
+        info: dict[str, Any] = {"turn": self._turn}
         if runnable:
             self._steps += 1
             if self._steps > self.step_limit:

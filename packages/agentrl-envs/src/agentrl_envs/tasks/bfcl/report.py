@@ -19,8 +19,11 @@ __all__ = ["bfcl_results"]
 
 
 class _Episode(Protocol):
-    task: str
-    success: bool
+    @property
+    def task(self) -> str: ...
+
+    @property
+    def success(self) -> bool: ...
 
 
 def bfcl_results(records: Iterable[_Episode]) -> dict[str, Any] | None:

@@ -179,5 +179,5 @@ def _functions_from(path: Path, names: tuple[str, ...], namespace: dict[str, Any
     if missing:
         raise DataError(f"{path} has no function(s) {missing}; the BFCL tree is not the pinned release.")
     scope = dict(namespace)
-    exec(compile(ast.Module(body=chosen, type_ignores=[]), str(path), "exec"), scope)  # noqa: S102 - BFCL's code
+    exec(compile(ast.Module(body=[*chosen], type_ignores=[]), str(path), "exec"), scope)  # noqa: S102 - BFCL's code
     return {name: scope[name] for name in names}

@@ -21,7 +21,9 @@ __all__ = ["MODIFICATION_TYPES", "clean_answer", "combine_table_hashes", "compar
 MODIFICATION_TYPES = ("INSERT", "DELETE", "UPDATE")
 FLOAT_TOLERANCE = 1e-2
 _QUOTES = "'\""
-_SPECIAL_VALUES = dict.fromkeys(("none", "null", "undefined", "nan", "inf", "infinity", "-inf", "-infinity", ""), "0")
+_SPECIAL_VALUES: dict[str, str] = dict.fromkeys(
+    ("none", "null", "undefined", "nan", "inf", "infinity", "-inf", "-infinity", ""), "0"
+)
 
 
 def is_modification(query_type: str) -> bool:

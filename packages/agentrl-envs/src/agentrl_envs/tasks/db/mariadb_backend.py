@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from agentrl_envs.core.env import Fidelity
 from agentrl_envs.core.errors import BackendUnavailableError, EnvError, InfraError
-from agentrl_envs.tasks.db.backend import GROUP_CONCAT_MAX_LEN, QueryTimeoutError, format_rows
+from agentrl_envs.tasks.db.base import GROUP_CONCAT_MAX_LEN, QueryTimeoutError, format_rows
 from agentrl_envs.tasks.db.data import DBSample, Table
 from agentrl_envs.tasks.db.mariadb_server import acquire_server, release_server
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
 from agentrl_envs.core.processes import SharedServer, spawn, stop_process
-from agentrl_envs.tasks.db.backend import private_dir
+from agentrl_envs.tasks.db.base import private_dir
 
 __all__ = ["MariaDBServer", "acquire_server", "release_server"]
 

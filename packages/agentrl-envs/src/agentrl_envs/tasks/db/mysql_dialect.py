@@ -68,11 +68,11 @@ def translate(sql: str) -> str:
             out.append("*1.0/")
             i += 1
         elif _WORD_START.match(char):
-            word = _WORD.match(sql, i).group()  # type: ignore[union-attr]
+            word = _word_at(sql, i)
             i += len(word)
             out.append(_word(word, sql, i))
         elif char.isdigit():
-            word = _WORD.match(sql, i).group()  # type: ignore[union-attr]
+            word = _word_at(sql, i)
             # MySQL identifiers may start with a digit (1952_results); SQLite needs them quoted
             out.append(word if _NUMBER.fullmatch(word) else f"`{word}`")
             i += len(word)
@@ -105,6 +105,12 @@ def show_command(sql: str) -> tuple[str, str | None] | None:
             name = name[1:-1].replace("``", "`")
         return "columns", name
     return None
+
+
+def _word_at(sql: str, start: int) -> str:
+    match = _WORD.match(sql, start)
+    assert match is not None  # the caller saw a word's first character at ``start``
+    return match.group()
 
 
 def _word(word: str, sql: str, end: int) -> str:

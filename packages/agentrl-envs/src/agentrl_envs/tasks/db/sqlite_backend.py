@@ -21,7 +21,7 @@ from typing import Any
 
 from agentrl_envs.core.env import Fidelity
 from agentrl_envs.core.errors import InfraError
-from agentrl_envs.tasks.db.backend import GROUP_CONCAT_MAX_LEN, QueryTimeoutError, format_rows, private_dir
+from agentrl_envs.tasks.db.base import GROUP_CONCAT_MAX_LEN, QueryTimeoutError, format_rows, private_dir
 from agentrl_envs.tasks.db.data import DBSample, Table
 from agentrl_envs.tasks.db.mysql_dialect import (
     COLLATION,

@@ -37,6 +37,7 @@ from agentrl_envs.tasks.kg.data import KGSample, load_samples, split_source
 from agentrl_envs.tasks.kg.graph import KGGraph, Literal, Term
 from agentrl_envs.tasks.kg.ontology import Ontology, load_ontology
 from agentrl_envs.tasks.kg.program import (
+    Query,
     QueryError,
     Variable,
     and_program,
@@ -242,9 +243,9 @@ def build_graph(sample: KGSample, ontology: Ontology, *, seed: int = 0, split: s
     return builder.graph, reason or _check(builder.graph, program, sample)
 
 
-def _check(graph: KGGraph, query: object, sample: KGSample) -> str:
+def _check(graph: KGGraph, query: Query, sample: KGSample) -> str:
     try:
-        got = set(graph.execute(query))  # type: ignore[arg-type]
+        got = set(graph.execute(query))
     except QueryError as e:
         return f"gold program has no valid query: {e}"
     if got == set(sample.answers):

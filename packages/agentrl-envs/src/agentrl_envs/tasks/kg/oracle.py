@@ -52,7 +52,7 @@ class KGOracle(Oracle):
         if self._calls:
             return {"role": "assistant", "content": None, "tool_calls": [self._calls.pop(0)]}
         if self.answer_tool:
-            call = {"id": "call_answer", "type": "function"}
+            call: dict[str, Any] = {"id": "call_answer", "type": "function"}
             call["function"] = {"name": "submit_answer", "arguments": json.dumps({"variable": f"#{self._last}"})}
             return {"role": "assistant", "content": None, "tool_calls": [call]}
         return {"role": "assistant", "content": f"Final Answer: #{self._last}"}

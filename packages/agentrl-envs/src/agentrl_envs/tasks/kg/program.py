@@ -214,7 +214,7 @@ class _Compiler:
         elif op in ("ARGMAX", "ARGMIN") and len(args) == 2 and _is_ref(args[0]) and isinstance(args[1], str):
             self._merge(me, _ref(args[0]))
             self.patterns.append((f"?x{me}", args[1], "?sk0"))
-            self.superlatives.append(op)  # type: ignore[arg-type]
+            self.superlatives.append(op)
         else:
             raise QueryError(f"Unsupported program step ({op} {args}).")
 

@@ -90,7 +90,7 @@ class SearchIndex:
         vocab = self._retriever.vocab_dict
         # Repeated terms count again, as in Lucene's boolean query; Lucene refuses queries past its clause
         # limit, here the extra terms are dropped instead so a runaway query still answers quickly.
-        terms = [t for t in tokens[0] if t in vocab][:MAX_QUERY_TERMS]
+        terms = [str(t) for t in tokens[0] if t in vocab][:MAX_QUERY_TERMS]  # tokens: return_ids=False
         if not terms:
             return []
         scores = self._retriever.get_scores(terms)

@@ -35,7 +35,7 @@ def build(image: str, *, client: Any = None) -> None:
 
 def main() -> None:
     """Build the named images (all three by default)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("images", nargs="*", help="default, packages, ubuntu (default: all)")
     parser.add_argument("--docker", action="store_true", help="also import them into the Docker engine")
     parser.add_argument("--jobs", type=int, default=len(IMAGES), help="images built at once (1: one after another)")
