@@ -1,13 +1,21 @@
-"""Rollout engines beyond the in-process ``hf`` one: vLLM servers, colocated vLLM, a router over engine replicas.
+"""The rollout engines and their protocol: ``hf``, ``hf_process``, vLLM servers, colocated vLLM, LoRA versions.
 
-Importing this package does not import vLLM. Server mode talks to vLLM servers over HTTP, and the servers run
-from their own interpreter (``scripts/vllm_cpu_env.sh`` builds one on CPU machines; GPU machines install
-``vllm``). Colocate mode (:mod:`agentrl_trainer.engines.vllm_colocate`, and the LoRA-versioned engines of
-:mod:`agentrl_trainer.engines.vllm_lora` on top of it) imports vLLM when an engine is built, so the trainer must
-then run where vllm is importable.
+Every engine is a :class:`~agentrl_trainer.engines.protocol.RolloutEngine` (token ids in; token ids, log-probs
+and policy version out). :func:`agentrl_trainer.engines.factory.build_engines` builds a run's policy and
+lagged engines from the config through one :class:`~agentrl_trainer.engines.spec.EngineSpec`; the trainer only
+calls it.
+
+Importing this package imports neither vLLM nor torch. Server mode talks to vLLM servers over HTTP, and the
+servers run from their own interpreter (``scripts/vllm_cpu_env.sh`` builds one on CPU machines; GPU machines
+install ``vllm``). Colocate mode (:mod:`agentrl_trainer.engines.vllm_colocate`, and the LoRA-versioned engines
+of :mod:`agentrl_trainer.engines.vllm_lora` on top of it) imports vLLM when an engine is built, so the trainer
+must then run where vllm is importable. The ``hf`` engines (:mod:`agentrl_trainer.engines.hf`,
+:mod:`agentrl_trainer.engines.hf_process`) import torch and transformers.
 """
 
+from agentrl_trainer.engines.protocol import RolloutEngine
 from agentrl_trainer.engines.router import EngineRouter, ReplicaFailure
+from agentrl_trainer.engines.spec import EngineSpec
 from agentrl_trainer.engines.vllm_colocate import VLLMColocateEngine
 from agentrl_trainer.engines.vllm_engine import VLLMServerEngine
 from agentrl_trainer.engines.vllm_lora import LoRAVersionEngine, LoRAVersions
@@ -15,9 +23,11 @@ from agentrl_trainer.engines.vllm_server import VLLMServer, VLLMServerConfig
 
 __all__ = [
     "EngineRouter",
+    "EngineSpec",
     "LoRAVersionEngine",
     "LoRAVersions",
     "ReplicaFailure",
+    "RolloutEngine",
     "VLLMColocateEngine",
     "VLLMServer",
     "VLLMServerConfig",

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrl_envs.core import InfraError
+from agentrl_trainer.engines.protocol import RolloutEngine
 from agentrl_trainer.rollout.chat import env_message_ids, parse_assistant, render_prompt
-from agentrl_trainer.rollout.engine import RolloutEngine
 from agentrl_trainer.rollout.faults import fault_from_exception, fault_from_info
 from agentrl_trainer.types import TokenSegment, TrainingRow, Trajectory
 
