@@ -139,3 +139,17 @@ def test_a_lora_policy_with_vllm_under_several_processes_is_refused(monkeypatch:
     spec = EngineSpec(backend="vllm", eos_token_id=1, temperature=1.0, version=0, num_processes=2)
     with pytest.raises(NotImplementedError, match="several training processes"):
         build_sampler(spec, torch.nn.Linear(2, 2), tokenizer=None)
+
+
+def test_the_engines_package_imports_only_the_protocol_until_a_driver_is_used() -> None:
+    """An engine process and the rollout loop import the protocol; they must not pay for torch, httpx or vLLM."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, agentrl_trainer.engines as e; e.RolloutEngine; "
+        "print(sorted(m for m in ('torch', 'httpx', 'vllm', 'agentrl_envs') if m in sys.modules)); "
+        "e.EngineSpec; print('httpx' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.split() == ["[]", "True"]
