@@ -33,8 +33,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from agentrl_trainer.engines import VLLMServerConfig, VLLMServerEngine
+from agentrl_trainer.engines.hf import HFEngine
 from agentrl_trainer.rollout.chat import render_prompt
-from agentrl_trainer.rollout.hf_engine import HFEngine
 from agentrl_trainer.tiny import TinyModelSpec, build_tiny_model, load_tokenizer
 
 TEXTS = ["Say something long.", "Write a few words.", "Answer with text.", "Find the number.", "Use a tool."]

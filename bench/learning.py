@@ -36,8 +36,8 @@ from transformers import AutoModelForCausalLM
 
 from _words import CORPUS, ENVS, WORDS, sft_warm_start
 from agentrl_trainer import AgentRLConfig, AgentRLTrainer, TrainingRow
+from agentrl_trainer.engines.hf import HFEngine
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
-from agentrl_trainer.rollout.hf_engine import HFEngine
 from agentrl_trainer.tiny import TinyModelSpec, build_tiny_model, load_tokenizer
 
 VARIANTS: dict[str, dict[str, Any]] = {

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from agentrl_trainer.engines.spec import EngineSpec
 from agentrl_trainer.engines.vllm_lora import vllm_lora_engines
 from agentrl_trainer.engines.vllm_server import VLLMServerConfig
 from agentrl_trainer.tiny import TinyModelSpec, build_tiny_model, load_tokenizer
@@ -62,17 +63,15 @@ def main() -> None:
         try:
             for mode in ("server", "colocate"):
                 started = time.perf_counter()
-                engines[mode], _ = vllm_lora_engines(
-                    model,
-                    tokenizer,
-                    Path(tmp) / mode,
-                    server=server,
+                spec = EngineSpec(
+                    backend="vllm",
                     eos_token_id=tokenizer.eos_token_id,
                     temperature=0.0,
                     version=0,
-                    num_lagged=0,
+                    server=server,
                     mode=mode,
                 )
+                engines[mode], _ = vllm_lora_engines(model, tokenizer, Path(tmp) / mode, spec)
                 startup[mode] = time.perf_counter() - started
             times: dict[str, list[float]] = {mode: [] for mode in engines}
             prompt = tokenizer("Say something long.")["input_ids"]

@@ -7,8 +7,8 @@ import torch
 
 from agentrl_envs.core import SampleStatus
 from agentrl_trainer.batch import BatchOptions, build_inputs
+from agentrl_trainer.engines.hf import HFEngine
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
-from agentrl_trainer.rollout.hf_engine import HFEngine
 from agentrl_trainer.types import Generation, Group, TrainingRow
 from tests.agentrl_envs.core.toy_env import ToyEnv
 from tests.agentrl_trainer.envs import FlakyEnv, LengthEnv

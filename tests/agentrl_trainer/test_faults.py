@@ -14,11 +14,11 @@ import pytest
 
 from agentrl_envs.core import AssistantMessage, InfraError, Turn
 from agentrl_trainer import AgentRLConfig, AgentRLTrainer
+from agentrl_trainer.engines.hf import HFEngine
 from agentrl_trainer.envs import ContextLimitError
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
 from agentrl_trainer.rollout.faults import FaultLog, InfraErrorRateExceeded
-from agentrl_trainer.rollout.hf_engine import HFEngine
 from agentrl_trainer.rollout.producer import RolloutProducer
 from agentrl_trainer.types import InfraFault, TrainingRow
 from tests.agentrl_trainer.envs import LengthEnv

@@ -6,10 +6,11 @@ import itertools
 import time
 from typing import Any
 
+from agentrl_trainer.engines.hf import HFEngine
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.episode import EpisodeLimits
-from agentrl_trainer.rollout.hf_engine import HFEngine
 from agentrl_trainer.rollout.producer import RolloutProducer
+from agentrl_trainer.staleness import StalenessRule
 from agentrl_trainer.types import TrainingRow
 from tests.agentrl_trainer.envs import LengthEnv
 
@@ -39,7 +40,7 @@ def test_groups_the_trainer_takes_make_room_for_as_many_new_ones(model: Any, tok
         num_generations=2,
         limits=EpisodeLimits(max_turns=2, max_new_tokens=4, max_total_tokens=1024),
         queue_size=20,  # the slots do not bind here: the admission rule does
-        max_staleness=1,
+        staleness=StalenessRule(max_staleness=1),
         groups_per_version=2,
     )
     producer.start()

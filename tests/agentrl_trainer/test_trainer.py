@@ -188,17 +188,3 @@ def test_a_group_that_raises_is_logged_with_its_task_and_index(
     failed = [r for r in caplog.records if r.levelno == logging.WARNING and "group failed" in r.getMessage()]
     assert failed, [r.getMessage() for r in caplog.records]
     assert "task=length index=" in failed[0].getMessage() and "no such database" in failed[0].getMessage()
-
-
-def test_a_lora_policy_with_vllm_under_several_processes_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from types import SimpleNamespace
-
-    import agentrl_trainer.trainer as trainer_module
-
-    # peft is not installed in this venv: stand in for a peft model; the refusal comes before any engine starts.
-    monkeypatch.setattr(trainer_module, "is_peft_model", lambda model: True)
-    fake = SimpleNamespace(
-        args=SimpleNamespace(num_lagged_engines=1, lagged_fraction=0.0), accelerator=SimpleNamespace(num_processes=2)
-    )
-    with pytest.raises(NotImplementedError, match="several training processes"):
-        AgentRLTrainer._build_vllm_engines(fake, torch.nn.Linear(2, 2), 0)  # type: ignore[arg-type]

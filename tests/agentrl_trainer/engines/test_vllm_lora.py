@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from agentrl_trainer.engines import EngineRouter, VLLMServer, VLLMServerConfig
-from agentrl_trainer.engines.factory import one_engine
+from agentrl_trainer.engines.replicas import one_engine
 from agentrl_trainer.engines.vllm_lora import LoRAVersions, adapter_tensors, lora_flags
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.types import Generation

@@ -325,7 +325,7 @@ def server_lora_scenario(model_dir: str, output_dir: str) -> dict[str, Any]:
     import torch
 
     from agentrl_trainer.engines import EngineRouter, VLLMServer, VLLMServerConfig, VLLMServerEngine
-    from agentrl_trainer.engines.factory import one_engine
+    from agentrl_trainer.engines.replicas import one_engine
     from agentrl_trainer.engines.vllm_lora import LoRAVersionEngine, LoRAVersions, lora_flags
     from agentrl_trainer.rollout.cross_policy import EngineSampler
 

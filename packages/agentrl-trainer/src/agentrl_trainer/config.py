@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 from trl.trainer.grpo_config import GRPOConfig  # trl's lazy __init__ is not a typed re-export
 
+from agentrl_trainer.engines.spec import EngineBackend, VLLMMode
 from agentrl_trainer.sft.config import SFTWarmupConfig
+from agentrl_trainer.staleness import StalePolicy
 
 __all__ = ["AgentRLConfig"]
 
@@ -215,12 +217,12 @@ class AgentRLConfig(GRPOConfig):
             self.bf16 = False  # TRL defaults to bf16, which a CPU-only machine refuses
         super().__post_init__()
         self._check_choice("rollout_mode", ("async", "sync"))
-        self._check_choice("rollout_engine", ("hf", "hf_process", "vllm"))
-        self._check_choice("vllm_mode", ("server", "colocate"))
+        self._check_choice("rollout_engine", get_args(EngineBackend))
+        self._check_choice("vllm_mode", get_args(VLLMMode))
         if self.vllm_mode == "colocate" and self.vllm_server_urls:
             raise ValueError("vllm_server_urls needs vllm_mode=server: colocated engines run in this process.")
         self._check_choice("infra_error_policy", ("retry", "drop_group"))
-        self._check_choice("stale_policy", ("drop", "downweight"))
+        self._check_choice("stale_policy", get_args(StalePolicy))
         if not self.tasks:
             raise ValueError("tasks is empty; name at least one task, e.g. tasks=['db'].")
         if self.task_weights is not None and (

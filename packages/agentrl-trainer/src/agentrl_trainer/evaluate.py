@@ -30,8 +30,8 @@ from agentrl_envs.core.protocols import AsyncToolEnv, EnvFactory
 from agentrl_envs.core.registry import expand_tasks, resolve_task
 from agentrl_envs.eval.records import EpisodeRecord
 from agentrl_envs.eval.report import summarize
+from agentrl_trainer.engines.protocol import RolloutEngine
 from agentrl_trainer.envs import make_env_factory
-from agentrl_trainer.rollout.engine import RolloutEngine
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
 from agentrl_trainer.types import TrainingRow
 
@@ -125,7 +125,7 @@ def evaluate_checkpoint(
     """
     from transformers import AutoModelForCausalLM
 
-    from agentrl_trainer.rollout.hf_engine import HFEngine
+    from agentrl_trainer.engines.hf import HFEngine
     from agentrl_trainer.tiny import load_tokenizer
 
     tokenizer = load_tokenizer(checkpoint)

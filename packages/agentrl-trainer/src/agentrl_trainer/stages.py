@@ -82,10 +82,10 @@ def evaluate_model(model_path: str | Path, tokenizer: Any, args: Any, stage_eval
     import torch
     from transformers import AutoModelForCausalLM
 
+    from agentrl_trainer.engines.hf import HFEngine
     from agentrl_trainer.envs import make_env_factory
     from agentrl_trainer.evaluate import aevaluate
     from agentrl_trainer.rollout.episode import EpisodeLimits
-    from agentrl_trainer.rollout.hf_engine import HFEngine
 
     limits = EpisodeLimits(
         max_turns=args.max_turns,

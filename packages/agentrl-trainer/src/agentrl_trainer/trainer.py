@@ -28,10 +28,9 @@ import logging
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
-from accelerate.utils import is_peft_model
 from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOTrainer
@@ -41,25 +40,23 @@ from agentrl_trainer.config import AgentRLConfig
 from agentrl_trainer.distributed import (
     all_reduce_sum,
     engine_weights,
-    holds_sharded_weights,
     main_process_weights,
     shard,
     weights_checksum,
-    whole_model,
 )
+from agentrl_trainer.engines.factory import build_sampler, engine_model
+from agentrl_trainer.engines.spec import EngineSpec
 from agentrl_trainer.envs import TaskEnvFactory, check_prompts_fit, make_env_factory, probe_task
 from agentrl_trainer.metrics import diversity_metrics, staleness_metrics, task_metrics
 from agentrl_trainer.rollout.cross_policy import EngineSampler
-from agentrl_trainer.rollout.engine import RolloutEngine
 from agentrl_trainer.rollout.episode import EpisodeLimits
-from agentrl_trainer.rollout.hf_engine import HFEngine
-from agentrl_trainer.rollout.producer import RolloutProducer
+from agentrl_trainer.rollout.producer import InfraErrorPolicy, RolloutMode, RolloutProducer
 from agentrl_trainer.rows import mixed_rows, task_rows
+from agentrl_trainer.staleness import StalenessRule
 from agentrl_trainer.types import Group
 
 if TYPE_CHECKING:
     from agentrl_trainer.engines.shared_servers import SharedServers
-    from agentrl_trainer.engines.vllm_server import VLLMServerConfig
 
 __all__ = ["AgentRLTrainer", "env_reward"]
 
@@ -101,9 +98,6 @@ class _LiveReward(TrainerCallback):
 
 class AgentRLTrainer(GRPOTrainer):
     """GRPO on multi-turn tool-use environments with asynchronous rollouts (see the module docstring)."""
-
-    # __init__ refuses any other args, so the attribute TRL keeps is always an AgentRLConfig
-    args: AgentRLConfig
 
     def __init__(
         self,
@@ -192,174 +186,36 @@ class AgentRLTrainer(GRPOTrainer):
                 "tokenizer.response_template (see transformers' chat response parsing docs)."
             ) from e
 
+    @property
+    def config(self) -> AgentRLConfig:
+        """``args``, typed: the constructor takes nothing but an :class:`AgentRLConfig`."""
+        return cast(AgentRLConfig, self.args)
+
+    @property
+    def staleness(self) -> StalenessRule:
+        """The staleness rule of the config: the producer admits groups by it, each step filters by it."""
+        return StalenessRule.from_config(self.config)
+
     def build_engines(self) -> EngineSampler:
-        """The policy engine and the lagged engines, loaded with the current weights."""
-        args = self.args
-        model = self._engine_template()
-        version = self.state.global_step
-
-        if args.rollout_engine == "vllm":
-            return self._build_vllm_engines(model, version)
-
-        def engine(name: str) -> RolloutEngine:
-            common: dict[str, Any] = {
-                "eos_token_id": self._tokenizer.eos_token_id,
-                "pad_token_id": self._tokenizer.pad_token_id,
-                "name": name,
-                "temperature": args.temperature,
-                "max_batch_size": args.engine_max_batch_size,
-                "version": version,
-            }
-            if args.rollout_engine == "hf_process":
-                from agentrl_trainer.rollout.process_engine import ProcessEngine
-
-                # Distinct sampling streams per engine, process and resume point.
-                seed = args.seed + version + 7919 * len(name) + 1_000_003 * self.accelerator.process_index
-                return ProcessEngine(
-                    model, **common, num_threads=args.engine_num_threads, cpus=args.engine_cpus, seed=seed
-                )
-            return HFEngine(model, **common)
-
-        lagged = [engine(f"lagged{i}") for i in range(args.num_lagged_engines)] if args.lagged_fraction > 0 else []
-        return self._engine_sampler(engine("policy"), lagged)
-
-    def _engine_template(self) -> torch.nn.Module:
-        """The model the engines copy: the trainer's own, or a whole copy when the processes hold shards of it."""
-        model = self.accelerator.unwrap_model(self.model)
-        if not holds_sharded_weights(self.accelerator):
-            return model
-        if is_peft_model(model):
-            raise NotImplementedError(
-                "A LoRA policy (peft_config) with FSDP or DeepSpeed ZeRO-3 is not supported: the engines would need "
-                "the gathered adapter. Train LoRA with DDP (accelerate launch --multi_gpu)."
-            )
-        weights = engine_weights(self.accelerator, self.model_wrapped)  # pyright: ignore[reportArgumentType]  # set by the time engines are built
-        # Only the hf engine samples with this model on the trainer's device; vLLM engines stage it to disk and
-        # hf_process copies it to shared CPU memory, so they keep it off the (sharded, hence tight) device.
-        device = self.accelerator.device if self.args.rollout_engine == "hf" else torch.device("cpu")
-        return whole_model(model.config, weights).to(device)
-
-    def _build_vllm_engines(self, model: Any, version: int) -> EngineSampler:
-        """Start vLLM servers (or colocated engines) loaded with the current weights, staged under output_dir."""
-        from agentrl_trainer.engines.factory import vllm_engine
-
-        args = self.args
-        n_lagged = args.num_lagged_engines if args.lagged_fraction > 0 else 0
-        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
-        several = self.accelerator.num_processes > 1
-        if is_peft_model(model):
-            if several:
-                raise NotImplementedError(
-                    "A LoRA policy (peft_config) with rollout_engine: vllm under several training processes is not "
-                    "supported (untested: every process would load its own adapters). Train LoRA in one process, or "
-                    "use rollout_engine: hf."
-                )
-            return self._build_vllm_lora_engines(model, version, n_lagged, dtype)
-        if several and args.vllm_mode == "server":
-            return self._build_shared_vllm_engines(model, version, n_lagged, dtype)
-        # Colocated engines belong to their process: each stages the model in a folder of its own.
-        folder = f"vllm-model-rank{self.accelerator.process_index}" if several else "vllm-model"
-        common = {
-            "server": self._vllm_server_config(model, dtype, folder),
-            "eos_token_id": self._tokenizer.eos_token_id,
-            "temperature": args.temperature,
-            "mode": args.vllm_mode,
-        }
-        policy = vllm_engine(
-            "policy", replicas=args.vllm_replicas, server_urls=args.vllm_server_urls, version=version, **common
-        )
-        lagged = [vllm_engine(f"lagged{i}", replicas=1, version=version, **common) for i in range(n_lagged)]
-        return self._engine_sampler(policy, lagged)
-
-    def _vllm_server_config(self, model: Any, dtype: str, folder: str = "vllm-model") -> VLLMServerConfig:
-        """Stage ``model`` under ``output_dir/folder`` and return the ``VLLMServerConfig`` that serves it."""
-        from agentrl_trainer.engines.factory import stage_model
-        from agentrl_trainer.engines.vllm_server import VLLMServerConfig
-
-        args = self.args
-        staged = stage_model(model, self._tokenizer, Path(args.output_dir) / folder)  # pyright: ignore[reportArgumentType]  # TrainingArguments fills output_dir
-        # The trainer's dtype, not vLLM's "auto" (bfloat16 on CPUs): the sampling log-probs must match the loss's.
-        return VLLMServerConfig(
-            model=str(staged), dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
-        )
-
-    def _build_shared_vllm_engines(self, model: Any, version: int, n_lagged: int, dtype: str) -> EngineSampler:
-        """Several processes, server mode: one set of servers for the run, shared by every process.
-
-        The main process starts them (or takes ``vllm_server_urls`` for the policy; lagged servers are always
-        started, one per lagged engine, on the main process's host) and shares their URLs; every process drives
-        them with its own engines, but only the main process's load weights (see ``_sync_weights``).
-        """
-        from agentrl_trainer.engines.factory import one_engine
-        from agentrl_trainer.engines.shared_servers import SharedServerEngine, share_servers
-        from agentrl_trainer.engines.vllm_engine import VLLMServerEngine
-
-        args = self.args
-        is_main = self.accelerator.is_main_process
-        wanted: dict[str, int | list[str]] = {"policy": list(args.vllm_server_urls or []) or args.vllm_replicas}
-        wanted.update({f"lagged{i}": 1 for i in range(n_lagged)})
-        self.shared_servers = share_servers(wanted, lambda: self._vllm_server_config(model, dtype), is_main=is_main)
-        engine_class = VLLMServerEngine if is_main else SharedServerEngine
-        urls = self.shared_servers.urls
-
-        def engine(name: str) -> RolloutEngine:
-            replicas = [
-                engine_class(
-                    url,
-                    eos_token_id=self._tokenizer.eos_token_id,  # pyright: ignore[reportArgumentType]  # an int for the tokenizers we take
-                    name=name,
-                    temperature=args.temperature,
-                    version=version,
-                )
-                for url in urls[name]
-            ]
-            return one_engine(replicas, name)
-
-        return self._engine_sampler(engine("policy"), [engine(f"lagged{i}") for i in range(n_lagged)])
-
-    def _engine_sampler(self, policy: RolloutEngine, lagged: list[RolloutEngine]) -> EngineSampler:
-        """The sampler over ``policy`` and ``lagged`` with the configured cross-policy settings."""
-        args = self.args
-        return EngineSampler(
-            policy,
-            lagged,
-            lagged_fraction=args.lagged_fraction,
-            lagged_refresh_steps=args.lagged_refresh_steps,
-            seed=args.seed,
-        )
-
-    def _build_vllm_lora_engines(self, model: Any, version: int, n_lagged: int, dtype: str) -> EngineSampler:
-        """A LoRA policy: the policy and lagged engines are versioned adapters on shared vLLM engines.
-
-        ``vllm_replicas`` engines (servers, or colocated engines) each hold the base model once and every adapter
-        version in use; with several, each engine name is a router over them (docs/deployment.md).
-        """
-        from agentrl_trainer.engines.vllm_lora import vllm_lora_engines
-        from agentrl_trainer.engines.vllm_server import VLLMServerConfig
-
-        args = self.args
-        server = VLLMServerConfig(
-            model="", dtype=dtype, max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
-        )
-        policy, lagged = vllm_lora_engines(
-            model,
+        """The policy engine and the lagged engines, loaded with the current weights (:mod:`~.engines.factory`)."""
+        accelerator = self.accelerator
+        spec = EngineSpec.from_config(
+            self.config,
             self._tokenizer,
-            Path(args.output_dir) / "vllm-model",  # pyright: ignore[reportArgumentType]  # TrainingArguments fills output_dir
-            server=server,
-            eos_token_id=self._tokenizer.eos_token_id,  # pyright: ignore[reportArgumentType]  # an int for the tokenizers we take
-            temperature=args.temperature,
-            version=version,
-            num_lagged=n_lagged,
-            mode=args.vllm_mode,
-            replicas=args.vllm_replicas,
-            server_urls=args.vllm_server_urls,
+            version=self.state.global_step,
+            process_index=accelerator.process_index,
+            num_processes=accelerator.num_processes,
+            is_main_process=accelerator.is_main_process,
         )
-        return self._engine_sampler(policy, list(lagged))
+        model = engine_model(accelerator, self.model, self.model_wrapped, spec.backend)  # pyright: ignore[reportArgumentType]  # set by the time engines are built
+        engines = build_sampler(spec, model, self._tokenizer)
+        self.shared_servers = engines.shared_servers
+        return engines.sampler
 
     def _ensure_producer(self) -> RolloutProducer:
         if self.producer is not None:
             return self.producer
-        args = self.args
+        args = self.config
         self.sampler = self.build_engines()
         self.producer = RolloutProducer(
             # Every process builds the same stream and plays its own share of it (see agentrl_trainer.distributed).
@@ -379,11 +235,11 @@ class AgentRLTrainer(GRPOTrainer):
                 unfinished_penalty=args.unfinished_penalty,
             ),
             queue_size=args.queue_size,
-            mode=args.rollout_mode,  # pyright: ignore[reportArgumentType]  # a str field for HfArgumentParser; __post_init__ checks it
-            infra_error_policy=args.infra_error_policy,  # pyright: ignore[reportArgumentType]  # a str field for HfArgumentParser; __post_init__ checks it
+            mode=cast(RolloutMode, args.rollout_mode),
+            infra_error_policy=cast(InfraErrorPolicy, args.infra_error_policy),
             max_infra_retries=args.max_infra_retries,
             max_concurrent_envs=args.max_concurrent_envs,
-            max_staleness=args.max_staleness if args.stale_policy == "drop" else None,
+            staleness=self.staleness,
             groups_per_version=args.min_groups_per_step,
             max_infra_error_rate=args.max_infra_error_rate,
             infra_error_window=args.infra_error_window,
@@ -408,7 +264,7 @@ class AgentRLTrainer(GRPOTrainer):
         # Every process's engines get the main process's weights, whole and bit for bit.
         state_dict = engine_weights(self.accelerator, self.model_wrapped)  # pyright: ignore[reportArgumentType]  # set once training runs
         self.sampler.update_weights(state_dict, version)
-        if self.args.distributed_log:
+        if self.config.distributed_log:
             self._log_rank_step(version, state_dict)
 
     def _push_to_shared_servers(self, sampler: EngineSampler, version: int) -> None:
@@ -420,7 +276,7 @@ class AgentRLTrainer(GRPOTrainer):
         push_from_main(lambda: sampler.update_weights(weights or {}, version), is_main=is_main)
         if not is_main:
             sampler.update_weights({}, version)  # SharedServerEngines: tags only
-        if self.args.distributed_log:
+        if self.config.distributed_log:
             self._log_rank_step(version, weights)
 
     def _release_shared_servers(self, finished: bool) -> None:
@@ -451,7 +307,7 @@ class AgentRLTrainer(GRPOTrainer):
             # Policy versions of the trained turns: which weights sampled them.
             "turn_versions": sorted({v for g in self._step_groups for t in g.trajectories for v in t.versions}),
         }
-        path = Path(self.args.output_dir) / "ranks" / f"rank-{self.accelerator.process_index}.jsonl"  # pyright: ignore[reportArgumentType]  # TrainingArguments fills output_dir
+        path = Path(self.config.output_dir) / "ranks" / f"rank-{self.accelerator.process_index}.jsonl"  # pyright: ignore[reportArgumentType]  # TrainingArguments fills output_dir
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:
             f.write(json.dumps(line) + "\n")
@@ -466,7 +322,7 @@ class AgentRLTrainer(GRPOTrainer):
         finally:
             self._stop_producer()
             self._release_shared_servers(finished)
-            if self.args.write_report and self.is_world_process_zero():
+            if self.config.write_report and self.is_world_process_zero():
                 from agentrl_trainer.report import write_report
 
                 write_report(self)
@@ -476,7 +332,7 @@ class AgentRLTrainer(GRPOTrainer):
     def _prepare_inputs(self, generation_batch: Any) -> dict[str, Any]:
         if not self.model.training:  # pyright: ignore[reportOptionalMemberAccess]  # set once training runs
             raise NotImplementedError("AgentRLTrainer does not evaluate in-loop; run agentrl-eval on a checkpoint.")
-        args = self.args
+        args = self.config
         first_step = self.producer is None
         producer = self._ensure_producer()
         version = self.state.global_step
@@ -513,24 +369,16 @@ class AgentRLTrainer(GRPOTrainer):
         return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
     def _filter_stale(self, groups: list[Group], version: int) -> list[Group]:
-        args = self.args
-        kept = []
-        for group in groups:
-            excess = group.staleness(version) - args.max_staleness
-            if excess <= 0:
-                kept.append(group)
-            elif args.stale_policy == "downweight":
-                group.weight = args.stale_weight_decay**excess
-                kept.append(group)
-            else:
-                self.stale_dropped += 1
-                logger.info(
-                    "dropped a stale group task=%s index=%d staleness=%d policy_version=%d",
-                    group.row.task,
-                    group.row.index,
-                    group.staleness(version),
-                    version,
-                )
+        kept, dropped = self.staleness.filter(groups, version)
+        self.stale_dropped += len(dropped)
+        for group in dropped:
+            logger.info(
+                "dropped a stale group task=%s index=%d staleness=%d policy_version=%d",
+                group.row.task,
+                group.row.index,
+                group.staleness(version),
+                version,
+            )
         return kept
 
     def _reference_logps(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:

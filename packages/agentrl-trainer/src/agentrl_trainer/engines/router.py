@@ -1,6 +1,6 @@
 """A router over N engine replicas: least outstanding requests, sticky per trajectory, dead replicas taken out.
 
-The router is itself a :class:`~agentrl_trainer.rollout.engine.RolloutEngine`, so the rollout loop and the
+The router is itself a :class:`~agentrl_trainer.engines.protocol.RolloutEngine`, so the rollout loop and the
 cross-policy sampler use it like one engine (a lagged router over lagged replicas works the same way).
 
 - **Sticky per trajectory.** Every turn of an episode goes to the replica that served its first turn, so the
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentrl_envs.core import InfraError
-from agentrl_trainer.rollout.engine import RolloutEngine
+from agentrl_trainer.engines.protocol import RolloutEngine
 from agentrl_trainer.types import Generation
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from agentrl_trainer.engines.factory import start_servers
+from agentrl_trainer.engines.replicas import start_servers
 from agentrl_trainer.engines.vllm_engine import VLLMServerEngine
 from agentrl_trainer.engines.vllm_server import VLLMServer, VLLMServerConfig
 

@@ -67,7 +67,7 @@ def engine_args(config: VLLMServerConfig) -> Any:
 
 
 class VLLMColocateEngine(StagedWeightUpdates):
-    """A :class:`~agentrl_trainer.rollout.engine.RolloutEngine` over an in-process ``AsyncLLM`` (module docstring)."""
+    """A :class:`~agentrl_trainer.engines.protocol.RolloutEngine` over an in-process ``AsyncLLM`` (module docstring)."""
 
     def __init__(
         self,

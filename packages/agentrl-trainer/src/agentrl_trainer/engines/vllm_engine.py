@@ -122,7 +122,7 @@ class StagedWeightUpdates:
 
 
 class VLLMServerEngine(StagedWeightUpdates):
-    """A :class:`~agentrl_trainer.rollout.engine.RolloutEngine` backed by one vLLM server (see the module docstring)."""
+    """A :class:`~.protocol.RolloutEngine` backed by one vLLM server (see the module docstring)."""
 
     def __init__(
         self,

@@ -4,7 +4,7 @@ When the policy is trained with LoRA (peft), the base weights never change and a
 adapter. So instead of one vLLM engine per lagged engine, :class:`LoRAVersions` keeps **one** vLLM engine (its
 *host*, started with ``--enable-lora``) and loads each version's adapter once, under a name and integer id of its
 own; every :class:`LoRAVersionEngine` (``policy``, ``lagged0``, ...) is a
-:class:`~agentrl_trainer.rollout.engine.RolloutEngine` that sends its requests with the adapter of *its* version.
+:class:`~agentrl_trainer.engines.protocol.RolloutEngine` that sends its requests with the adapter of *its* version.
 The policy engine moves to a new adapter after every optimizer step; a lagged engine stays on its old one until
 its refresh, when it moves to the adapter the policy already loaded (nothing is loaded twice). An adapter is
 removed from vLLM when no engine and no request in flight uses it any more, so at most ``1 + num_lagged_engines``
@@ -43,16 +43,17 @@ import re
 import shutil
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentrl_trainer.engines.vllm_server import VLLMServerConfig
-from agentrl_trainer.rollout.engine import RolloutEngine
+from agentrl_trainer.engines.protocol import RolloutEngine
 from agentrl_trainer.types import Generation
 
 if TYPE_CHECKING:
     import torch
+
+    from agentrl_trainer.engines.spec import EngineSpec
 
 __all__ = [
     "LoRAHost",
@@ -109,60 +110,40 @@ def lora_flags(rank: int, num_engines: int) -> list[str]:
 
 
 def vllm_lora_engines(
-    model: Any,
-    tokenizer: Any,
-    staging_dir: Path,
-    *,
-    server: VLLMServerConfig,
-    eos_token_id: int,
-    temperature: float,
-    version: int,
-    num_lagged: int,
-    mode: str = "colocate",
-    replicas: int = 1,
-    server_urls: list[str] | None = None,
+    model: Any, tokenizer: Any, staging_dir: Path, spec: EngineSpec
 ) -> tuple[RolloutEngine, list[RolloutEngine]]:
-    """The policy and ``num_lagged`` lagged engines of a peft LoRA ``model``, as adapters on shared vLLM engines.
+    """The policy and ``spec.num_lagged`` lagged engines of a peft LoRA ``model``, as adapters on shared vLLM engines.
 
-    The base model (the peft model without its adapter) is staged to ``staging_dir`` and loaded by ``replicas``
-    vLLM engines with LoRA on (servers, or colocated engines with ``mode="colocate"``); with ``server_urls`` the
-    servers someone else started are used instead, and they must serve the same base model with the flags of
-    :func:`lora_flags` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``. Every engine starts at ``version`` with the
-    model's current adapter; with several replicas each engine is a router over them.
+    The base model (the peft model without its adapter) is staged to ``staging_dir`` and loaded by
+    ``spec.replicas`` vLLM engines with LoRA on (servers, or colocated engines with ``spec.mode="colocate"``);
+    with ``spec.server_urls`` the servers someone else started are used instead, and they must serve the same base
+    model with the flags of :func:`lora_flags` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``. Every engine starts
+    at ``spec.version`` with the model's current adapter; with several replicas each engine is a router over them.
 
     Raises:
         RuntimeError: If a vLLM engine does not start or refuses the first adapter; what was started is stopped.
     """
     import copy
 
-    from agentrl_trainer.engines.factory import one_engine, stage_model, vllm_replicas
+    from agentrl_trainer.engines.replicas import one_engine, stage_model, vllm_replicas
 
     adapter_name = getattr(model, "active_adapter", "default")
     adapter_config = model.peft_config[adapter_name]
-    if not server_urls:
+    if not spec.server_urls:
         base = copy.deepcopy(model).unload()  # the frozen base weights, without the LoRA layers
         stage_model(base, tokenizer, staging_dir)
         del base
-    flags = lora_flags(int(adapter_config.r), 1 + num_lagged)
-    config = replace(server, model=str(staging_dir), extra_args=[*server.extra_args, *flags])
+    flags = lora_flags(int(adapter_config.r), 1 + spec.num_lagged)
     hosts = vllm_replicas(
-        "vllm-lora",
-        server=config,
-        eos_token_id=eos_token_id,
-        temperature=temperature,
-        version=version,
-        replicas=replicas,
-        server_urls=server_urls,
-        mode=mode,
+        "vllm-lora", spec.with_server(model=str(staging_dir), extra_args=[*spec.server.extra_args, *flags])
     )
     pools = [LoRAVersions(host, adapter_config.to_dict(), adapter_name=adapter_name) for host in hosts]
     state_dict = model.state_dict()
     try:
-        policy = one_engine([pool.engine_for("policy", state_dict, version) for pool in pools], "policy")
-        lagged = [
-            one_engine([pool.engine_for(f"lagged{i}", state_dict, version) for pool in pools], f"lagged{i}")
-            for i in range(num_lagged)
-        ]
+        policy, *lagged = (
+            one_engine([pool.engine_for(name, state_dict, spec.version) for pool in pools], name)
+            for name in ["policy", *spec.lagged_names()]
+        )
     except BaseException:
         for pool in pools:
             pool.close()

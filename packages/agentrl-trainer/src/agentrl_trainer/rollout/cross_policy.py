@@ -11,7 +11,7 @@ import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from agentrl_trainer.rollout.engine import RolloutEngine
+from agentrl_trainer.engines.protocol import RolloutEngine
 
 if TYPE_CHECKING:
     import torch

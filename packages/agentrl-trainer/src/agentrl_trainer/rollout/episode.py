@@ -19,8 +19,8 @@ from typing import Any
 
 from agentrl_envs.core import AsyncToolEnv, InfraError
 from agentrl_envs.core.status import LIMIT_STATUSES, SampleStatus
+from agentrl_trainer.engines.protocol import RolloutEngine
 from agentrl_trainer.rollout.chat import env_message_ids, parse_assistant, render_prompt
-from agentrl_trainer.rollout.engine import RolloutEngine
 from agentrl_trainer.rollout.faults import fault_from_exception, fault_from_info
 from agentrl_trainer.types import TokenSegment, TrainingRow, Trajectory
 

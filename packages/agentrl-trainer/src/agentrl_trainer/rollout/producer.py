@@ -6,9 +6,10 @@ most ``queue_size`` groups are in flight or waiting: that bound is the backpress
 waiting group can get. In ``sync`` mode no slot is free until the trainer asks for a batch, which gives
 TRL's generate-then-train schedule on the same code path.
 
-Staleness is bounded at admission too: with ``max_staleness`` S and ``groups_per_version`` B (the trainer's
-minimum groups per step), a new group starts only while fewer than ``(S + 1) * B`` groups are in flight (started
-and not yet taken by the trainer). The trainer takes at least B groups per version, so a new group has fewer than
+Staleness is bounded at admission too (:meth:`agentrl_trainer.staleness.StalenessRule.admits`): with
+``max_staleness`` S and ``groups_per_version`` B (the trainer's minimum groups per step), a new group starts only
+while fewer than ``(S + 1) * B`` groups are in flight (started and not yet taken by the trainer). The trainer
+takes at least B groups per version, so a new group has fewer than
 ``(S + 1) * B`` groups ahead of it and, if groups complete in turn, is taken within S + 1 versions (a slow tail
 can still go stale: the trainer drops or down-weights it). This is AReaL's rule (by version v, at most
 ``(v + S + 1) * B`` groups started) counted by the groups the trainer actually took: when a step takes more than
@@ -42,14 +43,21 @@ from agentrl_envs.core.protocols import EnvFactory
 from agentrl_trainer.rollout.cross_policy import EngineSampler
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
 from agentrl_trainer.rollout.faults import FaultLog, InfraErrorRateExceeded
+from agentrl_trainer.staleness import StalenessRule
 from agentrl_trainer.types import Group, TrainingRow, Trajectory
 
-__all__ = ["EnvFactory", "ProducerStats", "RolloutProducer"]
+__all__ = ["EnvFactory", "InfraErrorPolicy", "ProducerStats", "RolloutMode", "RolloutProducer"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_SKIPPED_IN_A_ROW = 100_000
 """Rows skipped one after another before the producer gives up (every row it is given cannot start)."""
+
+RolloutMode = Literal["async", "sync"]
+"""``async``: groups play beside training; ``sync``: only once the trainer asks for a batch (TRL's schedule)."""
+
+InfraErrorPolicy = Literal["retry", "drop_group"]
+"""An episode whose environment failed: replay it on a fresh environment, or drop its whole group."""
 
 
 @dataclass(slots=True)
@@ -77,11 +85,11 @@ class RolloutProducer:
         num_generations: int,
         limits: EpisodeLimits,
         queue_size: int,
-        mode: Literal["async", "sync"] = "async",
-        infra_error_policy: Literal["retry", "drop_group"] = "retry",
+        mode: RolloutMode = "async",
+        infra_error_policy: InfraErrorPolicy = "retry",
         max_infra_retries: int = 2,
         max_concurrent_envs: int = 64,
-        max_staleness: int | None = None,
+        staleness: StalenessRule | None = None,
         groups_per_version: int = 1,
         max_infra_error_rate: float = 1.0,
         infra_error_window: int = 32,
@@ -102,7 +110,8 @@ class RolloutProducer:
         self.infra_error_policy = infra_error_policy
         self.max_infra_retries = max_infra_retries
         self.max_concurrent_envs = max_concurrent_envs
-        self.max_staleness = max_staleness
+        self.staleness = staleness
+        """The admission half of the staleness rule (async mode); ``None``: admit whenever a slot is free."""
         self.groups_per_version = groups_per_version
         self.started_groups = 0
         self.taken_groups = 0
@@ -243,11 +252,11 @@ class RolloutProducer:
 
     async def _admit(self) -> None:
         """Wait until a new group cannot go stale before the trainer reaches it (see the module docstring)."""
-        if self.mode != "async" or self.max_staleness is None:
+        if self.mode != "async" or self.staleness is None:
             return
         while not self._stopping:
             in_flight = self.started_groups - self.taken_groups - self.stats.dropped_groups
-            if in_flight < (self.max_staleness + 1) * self.groups_per_version:
+            if self.staleness.admits(in_flight, self.groups_per_version):
                 return
             await asyncio.sleep(0.01)
 

@@ -7,7 +7,7 @@ between two batches under a lock. Log-probs are computed from the raw logits at 
 the same quantity TRL's loss computes for the trainer model, so the importance ratio compares like with like.
 
 :class:`BatchingEngine` is the batching part alone; the ``hf_process`` engine
-(:mod:`agentrl_trainer.rollout.process_engine`) shares it and :func:`sample_batch` with :class:`HFEngine`.
+(:mod:`agentrl_trainer.engines.hf_process`) shares it and :func:`sample_batch` with :class:`HFEngine`.
 """
 
 from __future__ import annotations

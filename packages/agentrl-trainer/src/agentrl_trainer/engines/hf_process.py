@@ -8,7 +8,7 @@ scaled down to CPU processes.
 
 * Requests: the parent batches concurrent ``agenerate`` calls as the ``hf`` engine does and sends a batch of
   ``(prompt_ids, max_new_tokens)`` over a pipe; the child samples it with the same
-  :func:`~agentrl_trainer.rollout.hf_engine.sample_batch` and sends the generations back. One batch is in
+  :func:`~agentrl_trainer.engines.hf.sample_batch` and sends the generations back. One batch is in
   flight per engine.
 * Weights: one copy of the state dict lives in shared memory, made before the child starts. ``update_weights``
   copies the new weights into it and bumps a shared version counter, under a shared lock; between two batches
@@ -29,7 +29,7 @@ from typing import Any
 import torch
 import torch.multiprocessing as mp
 
-from agentrl_trainer.rollout.hf_engine import BatchingEngine, sample_batch
+from agentrl_trainer.engines.hf import BatchingEngine, sample_batch
 from agentrl_trainer.types import Generation
 
 __all__ = ["ProcessEngine"]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from agentrl_trainer.rollout.process_engine import ProcessEngine
+from agentrl_trainer.engines.hf_process import ProcessEngine
 
 
 def _uniform(model: Any) -> Any:
