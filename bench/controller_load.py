@@ -12,12 +12,15 @@ them all. Targets:
 The load client is the controller's own small keep-alive HTTP client (``agentrl_controller.workers.http``):
 it costs a fraction of aiohttp's CPU per request, and the client shares the machine's cores with the servers.
 CPU per interact is reported by process (the server: the controller, or upstream's worker alone; its worker
-processes; this client): on a shared machine a steadier figure than the rate.
+processes; this client): on a shared machine a steadier figure than the rate. ``est_idle_ceiling_per_s`` is an
+estimate, not a measurement: the machine's cores divided by the three processes' CPU per interact together.
 Overhead is the interact latency minus the same env's ``step`` latency in process (p50 and p99). RSS is the
-controller and its worker processes together, measured with all N sessions open.
+controller and its worker processes (together and apart), measured with all N sessions open; sessions open
+``--open-concurrency`` at a time, so 10,000 open in seconds.
 
     uv run python bench/controller_load.py                               # everything (several minutes)
     uv run python bench/controller_load.py --targets controller:noop --sessions 100 --seconds 3
+    uv run python bench/controller_load.py --targets controller:noop --sessions 1000,10000 --seconds 5 --in-flight 32
     # another version of the controller under the same load, e.g. main's (git archive main packages | tar -x -C X)
     uv run python bench/controller_load.py --targets controller:noop --controller-src X/packages/agentrl-controller/src
 
@@ -94,17 +97,21 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and all its descendants, in MiB (from ``/proc``)."""
-    total_kb = 0
-    for current in process_tree(pid):
-        try:
-            for line in Path(f"/proc/{current}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total_kb += int(line.split()[1])
-        except OSError:
-            continue
-    return round(total_kb / 1024, 1)
+def rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` in MiB (from ``/proc``); 0 for a process that is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def tree_rss_mb(pid: int) -> tuple[float, float]:
+    """Resident memory in MiB of ``pid`` and of all its descendants together (the server, its workers)."""
+    server, *workers = process_tree(pid)
+    return round(rss_mb(server), 1), round(sum(rss_mb(w) for w in workers), 1)
 
 
 def cpu_s(pid: int) -> float:
@@ -305,15 +312,19 @@ async def _limited(coroutines: Iterator[Awaitable[Any]], limit: int) -> list[Any
     return results
 
 
-async def drive(service: Service, *, sessions: int, in_flight: int, seconds: float, tool: str) -> dict[str, Any]:
-    """Open ``sessions``, keep ``in_flight`` interacts going for ``seconds``, measure, cancel everything."""
-    client = HttpPool(service.url, max_connections=in_flight, connect_timeout_s=30)
+async def drive(
+    service: Service, *, sessions: int, in_flight: int, seconds: float, tool: str, open_concurrency: int
+) -> dict[str, Any]:
+    """Open ``sessions`` (``open_concurrency`` at once), keep ``in_flight`` interacts going for ``seconds``, measure,
+    cancel everything."""
+    client = HttpPool(service.url, max_connections=max(in_flight, open_concurrency), connect_timeout_s=30)
     try:
         ids = itertools.count(1)
         began = time.perf_counter()
-        sids = await _limited((service.start(client, next(ids), i % 10) for i in range(sessions)), in_flight)
+        starts = (service.start(client, next(ids), i % 10) for i in range(sessions))
+        sids = await _limited(starts, open_concurrency)
         start_s = time.perf_counter() - began
-        rss_mb = tree_rss_mb(service.process.pid)
+        rss_open = tree_rss_mb(service.process.pid)
         idle: asyncio.Queue[int] = asyncio.Queue()
         for sid in sids:
             idle.put_nowait(sid)
@@ -342,8 +353,8 @@ async def drive(service: Service, *, sessions: int, in_flight: int, seconds: flo
         cpu_after = [cpu_s(pid) for pid in pids], own_cpu_s()
         used = [after - before for before, after in zip(cpu_before[0], cpu_after[0], strict=True)]
         per_interact_us = 1e6 / max(len(latencies), 1)
-        rss_after_mb = tree_rss_mb(service.process.pid)
-        await _limited((service.cancel(client, sid) for sid in sids), in_flight)
+        rss_after = tree_rss_mb(service.process.pid)
+        await _limited((service.cancel(client, sid) for sid in sids), open_concurrency)
     finally:
         await client.aclose()
     return {
@@ -354,11 +365,14 @@ async def drive(service: Service, *, sessions: int, in_flight: int, seconds: flo
         "interacts_per_s": round(len(latencies) / elapsed, 1),
         "p50_ms": percentile(latencies, 50),
         "p99_ms": percentile(latencies, 99),
-        "rss_mb": max(rss_mb, rss_after_mb),
+        "rss_mb": round(max(sum(rss_open), sum(rss_after)), 1),
+        "server_rss_mb": max(rss_open[0], rss_after[0]),
+        "workers_rss_mb": max(rss_open[1], rss_after[1]),
         "server_cpu_us": round(used[0] * per_interact_us, 1),
         "workers_cpu_us": round(sum(used[1:]) * per_interact_us, 1),
         "client_cpu_us": round((cpu_after[1] - cpu_before[1]) * per_interact_us, 1),
         "server_cpu_pct": round(100 * used[0] / elapsed, 1),
+        "total_cpu_us": round((sum(used) + cpu_after[1] - cpu_before[1]) * per_interact_us, 1),
         "load_avg_1m": round(os.getloadavg()[0], 2),
         "unexpected_finishes": finished,
     }
@@ -381,7 +395,14 @@ def run_target(
             with context as service:
                 in_flight = min(args.in_flight, sessions)
                 figures = asyncio.run(
-                    drive(service, sessions=sessions, in_flight=in_flight, seconds=args.seconds, tool=tool)
+                    drive(
+                        service,
+                        sessions=sessions,
+                        in_flight=in_flight,
+                        seconds=args.seconds,
+                        tool=tool,
+                        open_concurrency=min(args.open_concurrency, sessions),
+                    )
                 )
         # Under load the latency includes queueing behind the other requests in flight: lower --in-flight
         # to see the per-request cost alone.
@@ -392,6 +413,9 @@ def run_target(
             inproc_p99_ms=percentile(step, 99),
             overhead_p50_ms=round(figures["p50_ms"] - percentile(step, 50), 3),
             overhead_p99_ms=round(figures["p99_ms"] - percentile(step, 99), 3),
+            # An estimate, not a measurement: the rate at which the processes' CPU per interact would fill every
+            # core of an otherwise idle machine (it ignores contention, scheduling and the kernel's idle paths).
+            est_idle_ceiling_per_s=round((os.cpu_count() or 1) * 1e6 / max(figures["total_cpu_us"], 1e-9)),
         )
         rows.append(figures)
         print(f"  {target} N={sessions}: {figures['interacts_per_s']}/s p99 {figures['p99_ms']} ms", file=sys.stderr)
@@ -410,10 +434,15 @@ def print_table(rows: list[dict]) -> None:
         "inproc_p50_ms",
         "overhead_p50_ms",
         "overhead_p99_ms",
+        "start_per_s",
         "rss_mb",
+        "server_rss_mb",
+        "workers_rss_mb",
         "server_cpu_us",
         "workers_cpu_us",
         "client_cpu_us",
+        "total_cpu_us",
+        "est_idle_ceiling_per_s",
         "server_cpu_pct",
         "load_avg_1m",
     ]
@@ -429,6 +458,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--targets", default="controller:noop,controller:db,upstream:noop")
     parser.add_argument("--sessions", default="100,1000,5000", help="comma-separated concurrent session counts")
     parser.add_argument("--in-flight", type=int, default=64, help="interacts in flight at once (client connections)")
+    parser.add_argument(
+        "--open-concurrency", type=int, default=256, help="start_sample (and cancel) calls in flight while opening"
+    )
     parser.add_argument("--seconds", type=float, default=8.0, help="measuring time per point")
     parser.add_argument("--workers", type=int, default=1, help="local worker processes per task")
     parser.add_argument(

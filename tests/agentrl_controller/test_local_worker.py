@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import threading
+from typing import Any
 
 import httpx
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from agentrl_controller.http.models import WorkerStartSampleRequest
 from agentrl_controller.workers.local import LocalWorker, create_worker_app
 from agentrl_controller.workers.noop import NoopEnv
+from agentrl_envs.core import AssistantMessage, Turn
 from tests.agentrl_controller.conftest import call
 
 
@@ -80,3 +84,44 @@ async def test_sessions_reuse_finished_envs_and_every_env_is_closed_once_with_er
     assert [env.closes for env in ClosingNoop.made] == [1, 1, 1]
     failures = [r for r in caplog.records if "closing an environment" in r.getMessage()]
     assert len(failures) == 3 and all("went away first" in str(r.exc_info[1]) for r in failures)
+
+
+class ThreadNoop(NoopEnv):
+    """A NoopEnv that records the thread each reset and step ran on."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__(delay_s=delay_s)
+        self.threads: list[int] = []
+
+    def _start(self, index: int) -> list[dict[str, Any]]:
+        self.threads.append(threading.get_ident())
+        return super()._start(index)
+
+    def _respond(self, message: AssistantMessage) -> Turn:
+        self.threads.append(threading.get_ident())
+        return super()._respond(message)
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.05])
+async def test_a_nonblocking_env_steps_on_the_event_loop_and_any_other_in_a_thread(delay_s: float) -> None:
+    made: list[ThreadNoop] = []
+    worker = LocalWorker(lambda: made.append(ThreadNoop(delay_s)) or made[-1], concurrency=2)
+    try:
+        await worker.start_sample(WorkerStartSampleRequest(index=0, session_id=1))
+        await worker.start_sample(WorkerStartSampleRequest(index=0, session_id=2))
+        step = asyncio.ensure_future(worker.interact(1, [call("noop", "{}")]))
+        await asyncio.sleep(0.01)
+        if delay_s:
+            # the slow step runs in a thread, so the event loop ran on meanwhile; a second request on the busy
+            # session is refused
+            assert not step.done()
+            with pytest.raises(Exception, match="Task Executing"):
+                await worker.interact(1, [call("noop", "{}")])
+        answer = await step
+        await worker.interact(2, [call("noop", "{}")])
+    finally:
+        worker.close()
+    assert answer["env_out"]["messages"][0]["content"] == "ok"
+    threads = {thread for env in made for thread in env.threads}
+    assert (threads == {threading.get_ident()}) is (delay_s == 0.0), threads
+    assert made[0].nonblocking is (delay_s == 0.0)

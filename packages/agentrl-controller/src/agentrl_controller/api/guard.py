@@ -32,6 +32,8 @@ class Guard:
         self.expected = f"Bearer {token}".encode() if token else None
         self.max_body_bytes = max_body_bytes
         self.metrics = metrics
+        self._latency: dict[str, Any] = {}
+        """The latency histogram per route, its label bound (``labels`` takes a lock and builds a key)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request."""
@@ -80,7 +82,10 @@ class Guard:
         finally:
             route = scope.get("route")
             path = getattr(route, "path", None) or "unmatched"
-            self.metrics.request_latency.labels(path).observe(time.perf_counter() - begin)
+            histogram = self._latency.get(path)
+            if histogram is None:
+                histogram = self._latency[path] = self.metrics.request_latency.labels(path)
+            histogram.observe(time.perf_counter() - begin)
 
     def _authorized(self, scope: Scope) -> bool:
         for name, value in scope["headers"]:

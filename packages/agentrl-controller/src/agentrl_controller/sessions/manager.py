@@ -77,6 +77,9 @@ class SessionManager:
         # Ids keep growing across restarts, so an old id never names a new session on a long-lived worker.
         self._ids = itertools.count(int(time.time() * 1000) * 1000)
         self._background: set[asyncio.Task[Any]] = set()
+        self._interact_metrics: dict[str, tuple[Any, Any]] = {}
+        """Per task, the interact counter and the worker latency histogram with their labels bound (a ``labels``
+        call takes a lock and builds a key, on every interact)."""
         pool.on_lost.append(self._worker_lost)
 
     # ------------------------------------------------------------------ API
@@ -159,7 +162,7 @@ class SessionManager:
             if observation is None:
                 return self._fail(session, f"worker answered interact without env_out: {str(out)[:200]}")
             session.turns += 1
-            self.metrics.interacts.labels(session.task).inc()
+            self._bound_metrics(session.task)[0].inc()
             self.stats.interacts += 1
             return self._answer(session, observation)
         finally:
@@ -206,8 +209,18 @@ class SessionManager:
         raise NotFoundError(f"Unknown session {session_id}; start one with POST /api/start_sample.")
 
     async def _timed_interact(self, session: Session, messages: list[dict[str, Any]]) -> Any:
-        with self._timed(session.task, "interact"):
+        start = time.perf_counter()
+        try:
             return await session.worker.client.interact(session.session_id, messages)
+        finally:
+            self._bound_metrics(session.task)[1].observe(time.perf_counter() - start)
+
+    def _bound_metrics(self, task: str) -> tuple[Any, Any]:
+        bound = self._interact_metrics.get(task)
+        if bound is None:
+            m = self.metrics
+            bound = self._interact_metrics[task] = (m.interacts.labels(task), m.worker_latency.labels(task, "interact"))
+        return bound
 
     def _answer(self, session: Session, out: dict[str, Any]) -> dict[str, Any]:
         """The client's flat observation of the worker's ``out``; a finishing one frees the session."""

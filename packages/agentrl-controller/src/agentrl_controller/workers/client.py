@@ -21,6 +21,9 @@ from agentrl_envs.wire import cancel_body, worker_interact_request, worker_start
 
 __all__ = ["WorkerClient"]
 
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+"""Compact ``json.dumps``, built once (``dumps`` with a non-default setting builds an encoder per call)."""
+
 
 class WorkerClient:
     """Pooled connections to one worker's ``.../api`` base URL."""
@@ -69,7 +72,7 @@ class WorkerClient:
         await self._pool.aclose()
 
     async def _post(self, path: str, body: Mapping[str, Any]) -> Any:
-        return await self._request("POST", path, json.dumps(body, separators=(",", ":")).encode())
+        return await self._request("POST", path, _ENCODE(body).encode())
 
     async def _request(self, method: str, path: str, body: bytes | None = None) -> Any:
         try:

@@ -105,7 +105,10 @@ class LocalWorker:
         try:
             env = await self.envs.acquire()
             self.sessions[request.session_id] = _Session(request.session_id, index, env)
-            messages, info = await env.areset(options={"index": index})
+            if _nonblocking(env):
+                messages, info = env.reset(options={"index": index})
+            else:
+                messages, info = await env.areset(options={"index": index})
         except EnvError as e:
             self._drop(request.session_id, env, reuse=True)
             raise _Refused(400, str(e)) from e
@@ -123,9 +126,14 @@ class LocalWorker:
             raise _Refused(400, "No such session")
         if session.lock.locked() or session.cancelling:
             raise _Refused(400, "Task Executing, please do not send new request.")
-        async with session.lock:
-            action = agent_messages[-1] if agent_messages else {"role": "assistant", "content": ""}
-            messages, reward, _, _, info = await session.env.astep(action)
+        action = agent_messages[-1] if agent_messages else {"role": "assistant", "content": ""}
+        if _nonblocking(session.env):
+            # Nothing can interleave with a step that never yields, so it needs neither the lock nor a thread: the
+            # hop into a thread and back was the larger part of the worker's CPU for such an env.
+            messages, reward, _, _, info = session.env.step(action)
+        else:
+            async with session.lock:
+                messages, reward, _, _, info = await session.env.astep(action)
         env_out = self._observation(messages, reward, info)
         if env_out["finish"]:
             self._drop(session_id, session.env, reuse=not info.get("infra_error", False))
@@ -154,6 +162,16 @@ class LocalWorker:
         if self.sandbox_pool is not None:
             self.sandbox_pool.close()
             self.sandbox_pool = None
+
+
+def _nonblocking(env: ToolEnv) -> bool:
+    """Whether ``env`` declares that its ``reset`` and ``step`` never block (:attr:`ToolEnv.nonblocking`).
+
+    Such an env runs on the worker's event loop; any other env runs in a thread, so that a slow step (a database
+    query, a shell command) does not stall the worker's other sessions. Declare it only for an env whose steps
+    take microseconds and do no I/O (the no-op task); a blocking call there stalls every session of the worker.
+    """
+    return env.nonblocking is True
 
 
 def _as_int_index(index: int | str, custom_task: dict[str, Any] | None) -> int:

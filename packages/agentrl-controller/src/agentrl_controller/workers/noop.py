@@ -37,6 +37,8 @@ class NoopEnv(ToolEnv):
         """Set up ``samples`` identical samples; each step takes ``delay_s`` (see :class:`ToolEnv` for the rest)."""
         self.samples = samples
         self.delay_s = delay_s
+        self.nonblocking = not delay_s
+        """Steps without a delay return at once, so the worker runs them on its event loop (no thread hop)."""
         super().__init__(**kwargs)
 
     def _tool_schemas(self) -> list[dict[str, Any]]:

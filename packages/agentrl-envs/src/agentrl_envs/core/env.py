@@ -90,6 +90,9 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
     """Short task name: ``alfworld``, ``db``, ``kg``, ``os`` or ``webshop``."""
     splits: ClassVar[tuple[str, ...]] = ("test", "dev", "train")
     default_max_rounds: ClassVar[int]
+    nonblocking: bool = False
+    """Whether ``reset`` and ``step`` never block (microseconds, no I/O): a controller worker then calls them on its
+    event loop instead of a thread. Leave it ``False`` for anything that queries a database or runs a command."""
 
     def __init__(
         self,
