@@ -9,7 +9,7 @@ them all. Targets:
 - ``upstream:noop``: upstream's ``agentrl-worker`` (PyPI, in its own venv) serving a no-op task, driven
   directly with nothing in between: what the controller is compared with.
 
-The load client is the controller's own small keep-alive HTTP client (``agentrl_controller.workers.http``):
+The load client is the controller's own small keep-alive HTTP client (``agentrl_controller.http.client``):
 it costs a fraction of aiohttp's CPU per request, and the client shares the machine's cores with the servers.
 CPU per interact is reported by process (the server: the controller, or upstream's worker alone; its worker
 processes; this client): on a shared machine a steadier figure than the rate. ``est_idle_ceiling_per_s`` is an
@@ -52,7 +52,7 @@ import httpx
 import yaml
 
 from _stats import percentile  # bench/ is on sys.path when a benchmark runs as a script
-from agentrl_controller.workers.http import HttpPool
+from agentrl_controller.http.client import HttpPool
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the upstream venv helper and its echo task live with the compatibility tests

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agentrl_controller.errors import WorkerError
+from agentrl_controller.http.client import HttpPool
 from agentrl_controller.workers.client import WorkerClient
-from agentrl_controller.workers.http import HttpPool
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

@@ -4,7 +4,7 @@ Local workers listen on a Unix socket, remote ones on TCP; both are the same API
 error answers become :class:`~agentrl_controller.errors.WorkerError` with the worker's status code, so the
 caller can tell "the worker refused" (a code) from "the worker is gone" (none).
 
-This hop uses the small keep-alive client of :mod:`agentrl_controller.workers.http`: every interact passes
+This hop uses the small keep-alive client of :mod:`agentrl_controller.http.client`: every interact passes
 through it, httpx's pool stalled with tens of requests in flight, and aiohttp's per-request machinery was about a
 quarter of the controller's CPU per no-op interact (``bench/controller_load.py``, docs/benchmarks.md).
 """
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentrl_controller.errors import WorkerError
-from agentrl_controller.workers.http import HttpPool
+from agentrl_controller.http.client import HttpPool
 from agentrl_envs.wire import cancel_body, worker_interact_request, worker_start_sample_request
 
 __all__ = ["WorkerClient"]
