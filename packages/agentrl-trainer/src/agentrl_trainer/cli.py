@@ -47,6 +47,14 @@ class ModelArguments:
     tiny_corpus_samples: int = field(
         default=60, metadata={"help": "tiny: samples per task whose text trains the tokenizer."}
     )
+    tiny_pretokenizer: str = field(
+        default="bytelevel",
+        metadata={
+            "help": "tiny: bytelevel (GPT-2's cut: a word carries its leading space) or words (spaces and "
+            "punctuation are pieces of their own, so a name is the same tokens wherever it stands; "
+            "easier to copy)."
+        },
+    )
 
 
 def build_parser(
@@ -99,6 +107,7 @@ def prepare_model(model_args: ModelArguments, config: Any) -> tuple[str, Any]:
                 config.tasks,
                 config.task_split,
                 max_samples=model_args.tiny_corpus_samples,
+                oracle_options=corpus_oracle_options(config),
             )
 
         spec = TinyModelSpec(
@@ -107,11 +116,24 @@ def prepare_model(model_args: ModelArguments, config: Any) -> tuple[str, Any]:
             intermediate_size=2 * model_args.tiny_hidden_size,
             num_hidden_layers=model_args.tiny_num_layers,
             seed=config.seed,
+            pretokenizer=model_args.tiny_pretokenizer,
         )
         # Keyed by what the corpus is made from, not its text: some tasks' text differs run to run.
         path = str(build_tiny_model(corpus, spec, identity=corpus_identity(config, model_args.tiny_corpus_samples)))
         logger.info("tiny model at %s", path)
     return path, load_tokenizer(path)
+
+
+def corpus_oracle_options(config: Any) -> dict[str, dict[str, Any]]:
+    """Each task's oracle options for the tokenizer corpus: its env options (a ``train_file``) and the SFT's.
+
+    The oracle must read the samples the env plays (a DB ``train_file``: without it the oracle looks for the
+    default training file and the corpus has no oracle moves at all), and it plays as the SFT warm-up's oracle
+    does (``show_sql``, ``recovery``), so the words the transcripts write get tokens.
+    """
+    warmup = config.sft_warmup if isinstance(config.sft_warmup, dict) else {}
+    sft = warmup.get("oracle_options") or {}
+    return {task: dict((config.env_kwargs or {}).get(task) or {}) | dict(sft.get(task) or {}) for task in config.tasks}
 
 
 def corpus_identity(config: Any, max_samples: int) -> dict[str, Any]:
@@ -132,12 +154,16 @@ def corpus_identity(config: Any, max_samples: int) -> dict[str, Any]:
     # The AgentBench data root shapes the corpus only when an AgentBench task is in it (a task of one's own, or
     # BFCL, reads none, and a run of only those must not need one).
     reads_agentbench = any(_benchmark(task) == "agentbench" for task in config.tasks)
+    warmup = config.sft_warmup if isinstance(config.sft_warmup, dict) else {}
     return {
         "tasks": list(config.tasks),
         "split": config.task_split,
         "env_kwargs": env_kwargs,
         "max_samples": max_samples,
         "data_root": str(resolve_data_root()) if reads_agentbench else None,
+        # 2: the oracles get the env options and the SFT's oracle options (corpus_oracle_options)
+        "corpus_version": 2,
+        "sft_oracle_options": warmup.get("oracle_options"),
     }
 
 

@@ -40,6 +40,7 @@ def task_corpus(
     *,
     max_samples: int | None = None,
     max_oracle_turns: int = 8,
+    oracle_options: dict[str, dict[str, Any]] | None = None,
 ) -> list[str]:
     """Text of ``tasks``' samples in ``split``: reset messages, tool schemas and oracle episodes.
 
@@ -49,11 +50,13 @@ def task_corpus(
         split: The split to read.
         max_samples: Read at most this many samples per task.
         max_oracle_turns: Most oracle moves per sample.
+        oracle_options: Options of each task's oracle (e.g. ``{"db": {"show_sql": True}}``): the SFT warm-up's,
+            so the words its transcripts write (SQL keywords) get tokens of their own.
     """
     texts: list[str] = []
     for task in tasks:
         env = env_factory(task, split)
-        oracle = _oracle(task, split)
+        oracle = _oracle(task, split, **((oracle_options or {}).get(task) or {}))
         try:
             count = env.num_samples() if max_samples is None else min(max_samples, env.num_samples())
             for index in range(count):
@@ -72,12 +75,12 @@ def task_corpus(
     return texts
 
 
-def _oracle(task: str, split: str) -> Any:
+def _oracle(task: str, split: str, **options: Any) -> Any:
     from agentrl_envs.core.errors import AgentRLError
     from agentrl_envs.core.oracle import load_oracle
 
     try:
-        return load_oracle(task, split=split)
+        return load_oracle(task, split=split, **options)
     except AgentRLError:  # tasks of the caller's own (env_factories) have no registered oracle
         return None
 

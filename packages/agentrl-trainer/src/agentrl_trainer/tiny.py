@@ -24,6 +24,10 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", 
 """Qwen2.5's control tokens: the pad token, the turn markers (``<|im_end|>`` is EOS) and the tool-call tags."""
 
 
+PRETOKENIZERS = ("bytelevel", "words")
+"""The tiny tokenizer's pre-tokenizers (see :attr:`TinyModelSpec.pretokenizer`)."""
+
+
 @dataclass(frozen=True)
 class TinyModelSpec:
     """Size of the tiny Qwen2 model and its tokenizer."""
@@ -36,6 +40,14 @@ class TinyModelSpec:
     num_key_value_heads: int = 2
     max_position_embeddings: int = 4096
     seed: int = 0
+    pretokenizer: str = "bytelevel"
+    """How text is cut before BPE: ``bytelevel`` (GPT-2's: a word carries its leading space) or ``words``
+    (every space and punctuation mark is its own piece, so a word is the same tokens wherever it stands)."""
+
+    def __post_init__(self) -> None:
+        """Check the pre-tokenizer's name."""
+        if self.pretokenizer not in PRETOKENIZERS:
+            raise ValueError(f"pretokenizer must be one of {PRETOKENIZERS}, got {self.pretokenizer!r}.")
 
 
 def _chat_template() -> str:
@@ -73,31 +85,51 @@ def _digest(payload: object) -> str:
 
 
 def _cache_path(source: object, spec: TinyModelSpec) -> Path:
-    key = _digest({"corpus": source, "spec": asdict(spec), "template": _chat_template(), "v": 1})
+    fields = asdict(spec)
+    if fields["pretokenizer"] == "bytelevel":  # the original layout: models cached before the option keep their key
+        del fields["pretokenizer"]
+    key = _digest({"corpus": source, "spec": fields, "template": _chat_template(), "v": 1})
     return resolve_cache_dir() / "tiny-models" / key
 
 
-def build_tiny_tokenizer(corpus: Iterable[str], *, vocab_size: int = 512, path: Path | None = None):  # noqa: ANN201
+def build_tiny_tokenizer(  # noqa: ANN201
+    corpus: Iterable[str], *, vocab_size: int = 512, path: Path | None = None, pretokenizer: str = "bytelevel"
+):
     """Train a byte-level BPE tokenizer on ``corpus`` and wrap it as a transformers tokenizer.
 
     Byte-level pre-tokenization means any text encodes (no unknown token), which the rollout loop relies on
     when it appends environment messages the tokenizer never saw.
 
+    ``pretokenizer="words"`` first cuts the text at every space and punctuation mark (each its own piece), so a
+    name is the same tokens in a sentence (``is Hotel Listings,``) and in SQL (`` `Hotel Listings` ``). With
+    GPT-2's cut the first word is `` Hotel`` in one and ``Hotel`` in the other: a model that must copy names
+    from its prompt into a statement then has to learn a token mapping instead of copying (what a tiny model
+    fails at, see docs/benchmarks.md "Learning on real DB: what we tried").
+
     Args:
         corpus: Text the model will read and write: prompts, tool schemas, observations, answers.
         vocab_size: Target vocabulary, special tokens included.
         path: Directory to save the tokenizer to (skipped when ``None``).
+        pretokenizer: ``bytelevel`` or ``words`` (see :attr:`TinyModelSpec.pretokenizer`).
 
     Returns:
         A ``PreTrainedTokenizerFast`` with Qwen2.5's chat template and TRL's response parser attached.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
     from trl.chat_template_utils import add_response_schema
 
     texts = [*_template_text(), *corpus]
     bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if pretokenizer == "words":
+        bpe.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(r"\s|[^\w\s]"), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
+    else:
+        bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -151,7 +183,7 @@ def build_tiny_model(
     if texts is None:
         texts = sorted(set(corpus() if callable(corpus) else corpus))
     tmp = path.with_name(path.name + ".tmp")
-    tokenizer = build_tiny_tokenizer(texts, vocab_size=spec.vocab_size, path=tmp)
+    tokenizer = build_tiny_tokenizer(texts, vocab_size=spec.vocab_size, path=tmp, pretokenizer=spec.pretokenizer)
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=spec.hidden_size,

@@ -1,0 +1,169 @@
+"""Held-out DB success of a tiny model along its SFT: does it learn to copy names and values from the prompt?
+
+A diagnostic for ``examples/configs/learn_db.yaml`` (docs/benchmarks.md, "Learning on real DB: what we tried").
+It builds the config's tiny model (``--set`` overrides, e.g. ``tiny_pretokenizer=words``), records oracle
+transcripts of a synthesized DB training file, and trains on them with the warm-up's own rendering
+(:func:`~agentrl_trainer.sft.render.render_transcript`) and shared-prefix loss
+(:func:`~agentrl_trainer.sft.prefix.prefix_shared_loss`) in a plain AdamW loop (no TRL around it, so it can stop
+to score). Every ``--eval-every`` steps it plays held-out tasks through the real DB env and grader
+(:func:`~agentrl_trainer.rollout.episode.run_episode`, as rollouts do) and prints the success rate per question
+type, how episodes ended, and the first episodes' raw actions. ``--checkpoint PATH --steps 0`` only scores (and
+shows) an existing checkpoint, e.g. a cached SFT warm-up.
+
+    uv run python bench/sft_copy_curve.py --train runs/learn/synth-train-2000/db.jsonl \\
+        --heldout runs/learn/synth-heldout/db.jsonl --set tiny_pretokenizer=words --set tiny_vocab_size=3072
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from agentrl_trainer.rollout.hf_engine import HFEngine
+from transformers import AutoModelForCausalLM
+
+from agentrl_trainer.cli import load_config, prepare_model
+from agentrl_trainer.envs import make_env_factory
+from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
+from agentrl_trainer.sft.prefix import prefix_shared_loss, shared_prefix_length
+from agentrl_trainer.sft.render import RenderedTranscript, render_transcript
+from agentrl_trainer.sft.transcripts import record_oracle
+from agentrl_trainer.tiny import load_tokenizer
+from agentrl_trainer.types import TrainingRow, Trajectory
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / "examples" / "configs" / "learn_db.yaml"
+
+
+def transcripts(tokenizer: Any, train: Path, oracle: dict[str, Any]) -> list[RenderedTranscript]:
+    """The DB oracle's successful transcripts of ``train``, rendered as the SFT warm-up renders them."""
+    factory = make_env_factory(env_kwargs={"db": {"train_file": str(train)}})
+    played = record_oracle(factory, "db", "train", train_file=str(train), **oracle)
+    return [render_transcript(tokenizer, t.messages, t.tools) for t in played if t.score == 1.0]
+
+
+def score(model: Any, tokenizer: Any, heldout: Path, args: argparse.Namespace) -> list[Trajectory]:
+    """Play the first ``--n-eval`` held-out tasks through the real DB env (8 in flight)."""
+    factory = make_env_factory(env_kwargs={"db": {"train_file": str(heldout)}})
+    engine = HFEngine(
+        model, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, temperature=args.temperature
+    )
+    limits = EpisodeLimits(args.max_turns, args.max_new_tokens, 4096, unfinished_penalty=0.0)
+
+    async def run() -> list[Trajectory]:
+        envs: asyncio.Queue[Any] = asyncio.Queue()
+        for _ in range(8):
+            envs.put_nowait(factory("db", "train"))
+
+        async def play(index: int) -> Trajectory:
+            env = await envs.get()
+            try:
+                return await run_episode(
+                    TrainingRow("db", "train", index), env, tokenizer=tokenizer, pick_engine=lambda: engine,
+                    limits=limits,
+                )  # fmt: skip
+            finally:
+                envs.put_nowait(env)
+
+        try:
+            return await asyncio.gather(*(play(i) for i in range(args.n_eval)))
+        finally:
+            await engine.aclose()
+            while not envs.empty():
+                envs.get_nowait().close()
+
+    return asyncio.run(run())
+
+
+def report(step: int, results: list[Trajectory], types: list[str], tokenizer: Any, seconds: float) -> None:
+    """One line of figures, then the raw actions of the first two episodes."""
+    by_type: dict[str, list[float]] = collections.defaultdict(list)
+    for t in results:
+        by_type[types[t.row.index]].append(t.score)
+    rates = {k: round(sum(v) / len(v), 2) for k, v in sorted(by_type.items())}
+    ended = dict(collections.Counter(t.status for t in results))
+    success = sum(t.score for t in results) / len(results)
+    print(f"EVAL step {step} success {success:.3f} by type {rates} ended {ended} ({seconds:.0f}s)", flush=True)
+    for t in results[:2]:
+        for segment in t.segments:
+            if segment.is_action:
+                print("   ", repr(tokenizer.decode(list(segment.token_ids)))[:240], flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train", type=Path, default=REPO / "runs/learn/synth-train/db.jsonl")
+    parser.add_argument("--heldout", type=Path, default=REPO / "runs/learn/synth-heldout/db.jsonl")
+    parser.add_argument("--config", type=Path, default=CONFIG)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    parser.add_argument("--checkpoint", type=Path, default=None, help="start from this model (default: the tiny)")
+    parser.add_argument("--oracle", default='{"show_sql": true}', help="DB oracle options (JSON)")
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--eval-every", type=int, default=100)
+    parser.add_argument("--n-eval", type=int, default=40)
+    parser.add_argument("--temperature", type=float, default=1e-3, help="scoring temperature (1e-3: ~greedy)")
+    parser.add_argument("--max-turns", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.checkpoint is not None:
+        path, tokenizer = str(args.checkpoint), load_tokenizer(args.checkpoint)
+    else:
+        model_args, config = load_config(args.config, args.set)
+        path, tokenizer = prepare_model(model_args, config)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    print(f"model {path}: {sum(p.numel() for p in model.parameters())} parameters", flush=True)
+    types = [json.loads(line)["type"][0] for line in args.heldout.read_text().splitlines() if line.strip()]
+    rows = transcripts(tokenizer, args.train, json.loads(args.oracle)) if args.steps else []
+    if rows:
+        mean = sum(len(r.input_ids) for r in rows) / len(rows)
+        trained = sum(sum(r.loss_mask) for r in rows) / len(rows)
+        print(f"{len(rows)} transcripts, {mean:.0f} tokens each, {trained:.0f} of them trained", flush=True)
+    else:
+        started = time.perf_counter()
+        report(0, score(model.eval(), tokenizer, args.heldout, args), types, tokenizer, time.perf_counter() - started)
+        return
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
+    rng, order, losses, train_s = random.Random(0), [], [], 0.0
+    for step in range(1, args.steps + 1):
+        started = time.perf_counter()
+        model.train()
+        if len(order) < args.batch:
+            order += rng.sample(range(len(rows)), len(rows))
+        batch, order = [rows[i] for i in order[: args.batch]], order[args.batch :]
+        width = max(len(r.input_ids) for r in batch)
+        ids = torch.zeros(len(batch), width, dtype=torch.long)
+        mask, labels = torch.zeros_like(ids), torch.full_like(ids, -100)
+        for i, r in enumerate(batch):
+            ids[i, : len(r.input_ids)] = torch.tensor(r.input_ids)
+            mask[i, : len(r.input_ids)] = 1
+            labels[i, : len(r.input_ids)] = torch.tensor(r.labels)
+        for group in optimizer.param_groups:  # 20 warm-up steps, then constant
+            group["lr"] = args.lr * min(1.0, step / 20)
+        loss = prefix_shared_loss(model, ids, mask, labels, shared_prefix_length(ids, mask, labels))
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+        train_s += time.perf_counter() - started
+        if step % 20 == 0:
+            print(f"step {step} loss {sum(losses[-20:]) / 20:.3f} train {train_s:.0f}s", flush=True)
+        if step % args.eval_every == 0 or step == args.steps:
+            started = time.perf_counter()
+            results = score(model.eval(), tokenizer, args.heldout, args)
+            report(step, results, types, tokenizer, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main()
