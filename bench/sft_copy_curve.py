@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from agentrl_trainer.rollout.hf_engine import HFEngine
 from transformers import AutoModelForCausalLM
 
 from agentrl_trainer.cli import load_config, prepare_model
+from agentrl_trainer.engines.hf import HFEngine
 from agentrl_trainer.envs import make_env_factory
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
 from agentrl_trainer.sft.prefix import prefix_shared_loss, shared_prefix_length
