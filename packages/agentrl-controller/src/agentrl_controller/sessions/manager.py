@@ -34,6 +34,9 @@ logger = logging.getLogger(__name__)
 _RUNNING = SampleStatus.RUNNING.value
 _START_ATTEMPTS = 5
 _START_BACKOFF_S = 0.05
+_EXIT_GRACE_S = 0.5
+"""How long a transport failure waits for a local worker's process to show as gone: a killed worker closes its
+sockets a moment before the kernel marks it a zombie, and in that moment it still looks alive."""
 _CANCEL_TIMEOUT_S = 30.0
 
 
@@ -149,6 +152,8 @@ class SessionManager:
                     raise  # this request itself was cancelled
             except WorkerError as e:
                 error = f"worker error: {e}"
+                if e.status_code is None:  # no answer at all: the worker may be dying
+                    await self._await_exit(session.worker)
             except Exception as e:  # session boundary: a bug here must end the session, not the controller
                 logger.exception("session %s: unexpected error in interact", session_id)
                 error = f"controller error: {type(e).__name__}: {e}"
@@ -307,6 +312,14 @@ class SessionManager:
             logger.info("session %s: cancel on worker %s: %s", session.session_id, session.worker.worker_id, e)
         finally:
             self.admission.release(session.worker)
+
+    async def _await_exit(self, worker: Worker) -> None:
+        """Give a local worker whose connection broke :data:`_EXIT_GRACE_S` to show whether it died."""
+        if worker.kind != "local" or worker.pid is None:
+            return
+        deadline = time.monotonic() + _EXIT_GRACE_S
+        while pid_alive(worker.pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
 
     def _check_worker(self, worker: Worker) -> bool:
         """After a transport failure: a local worker whose process is gone is lost; returns whether it lives."""
