@@ -187,6 +187,37 @@ def test_an_update_from_another_thread_lands_between_two_chunks_of_a_turn(
     assert list(generation.token_ids[:2]) == expected["first"][:2]
 
 
+def test_a_waiting_update_interrupts_a_generate_call_mid_turn(
+    model: Any, tokenizer: Any, expected: dict[str, Any]
+) -> None:
+    # One chunk as long as the turn: only the interrupt can make the update land inside it. The end-of-turn
+    # token is outside the vocabulary, so the turn always runs its 400 tokens.
+    engine = _hf(model, model.config.vocab_size, tokenizer.pad_token_id, chunk_tokens=400)
+    calls: list[int] = []
+    sample = engine._sample
+
+    def counted(prompts: list[tuple[list[int], int]]) -> list[Generation]:
+        calls.append(max(limit for _, limit in prompts))
+        return sample(prompts)
+
+    engine._sample = counted
+
+    def trainer() -> None:
+        while not engine._lock.locked():  # generation has started
+            threading.Event().wait(0.0005)
+        engine.update_weights(expected["new"].state_dict(), 1)
+
+    thread = threading.Thread(target=trainer)
+    thread.start()
+    generation = _generate(engine, n=400)
+    thread.join()
+
+    switch = generation.token_versions.index(1)
+    assert 1 <= switch < 400 and set(generation.token_versions[switch:]) == {1}
+    assert len(calls) == 2 and calls[1] == 400 - switch  # the rest of the turn, resumed in one call
+    assert len(generation.token_ids) == 400 and generation.finish_reason == "length"
+
+
 def test_the_episode_keeps_each_tokens_version_and_the_group_is_as_stale_as_its_oldest_token(
     model: Any, tokenizer: Any, expected: dict[str, Any]
 ) -> None:

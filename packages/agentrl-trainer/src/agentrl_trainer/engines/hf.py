@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
+from transformers import StoppingCriteria, StoppingCriteriaList
 
 from agentrl_trainer.types import Generation
 
@@ -50,9 +51,10 @@ class BatchingEngine:
             name: Engine name recorded on every turn it samples.
             max_batch_size: Most requests per batch.
             version: Policy version of the initial weights.
-            chunk_tokens: Partial rollouts: sample a batch this many tokens at a time, so that a weight update
-                waits for one chunk, not a whole turn, and the rest of the turn is sampled with the new weights
-                (0: a turn in one go, the default).
+            chunk_tokens: Partial rollouts: sample a batch at most this many tokens at a time, and stop a
+                ``generate`` call early once a weight update is waiting, so that the update waits for one token,
+                not a whole turn, and the rest of the turn is sampled with the new weights (0: off, a turn in one
+                go, the default).
         """
         if chunk_tokens < 0:
             raise ValueError(f"chunk_tokens must be >= 0 (0: no partial rollouts), got {chunk_tokens}.")
@@ -89,6 +91,10 @@ class BatchingEngine:
         generations = sample_in_chunks(self._sample, prompts, self.chunk_tokens, before_chunk=self._yield_to_updates)
         self.resumed_turns += sum(bool(g.token_versions) for g in generations)
         return generations
+
+    def _update_waiting(self) -> bool:
+        """Whether a weight update waits for the current ``generate`` call (partial rollouts interrupt it)."""
+        return self._updates_waiting > 0
 
     def _yield_to_updates(self) -> None:
         """Between two chunks: let a waiting weight update load (a lock alone would let the sampler win again)."""
@@ -211,6 +217,7 @@ class HFEngine(BatchingEngine):
                 temperature=self.temperature,
                 version=self._version,
                 engine=self.name,
+                interrupt=self._update_waiting if self.chunk_tokens else None,
             )
 
 
@@ -277,11 +284,14 @@ def sample_batch(
     temperature: float,
     version: int,
     engine: str,
+    interrupt: Callable[[], bool] | None = None,
 ) -> list[Generation]:
     """Sample every ``(prompt_ids, max_new_tokens)`` in one left-padded ``generate`` call.
 
     Each continuation stops at its first end-of-turn token or its own token limit; its log-probs are taken
-    from the raw logits at ``temperature`` (what TRL's loss computes for the trainer model).
+    from the raw logits at ``temperature`` (what TRL's loss computes for the trainer model). ``interrupt``
+    (partial rollouts) is asked after every token; once it says yes, the call returns what it has sampled so
+    far (at least one token per unfinished continuation), finished ``length`` below its limit.
     """
     width = max(len(ids) for ids, _ in prompts)
     input_ids = torch.full((len(prompts), width), pad_token_id, dtype=torch.long)
@@ -303,6 +313,7 @@ def sample_batch(
             output_logits=True,
             return_dict_in_generate=True,
             use_cache=True,  # explicit: a training model's config says use_cache=False under gradient checkpointing
+            **({"stopping_criteria": StoppingCriteriaList([_Interrupt(interrupt)])} if interrupt else {}),
         )
     new_ids = out.sequences[:, width:]
     logits = torch.stack(out.logits, dim=1).float() / temperature
@@ -311,6 +322,16 @@ def sample_batch(
         _cut(new_ids[row], logprobs[row], limit, eos_token_id, version, engine)
         for row, (_, limit) in enumerate(prompts)
     ]
+
+
+class _Interrupt(StoppingCriteria):
+    """Stops every row of a ``generate`` call once ``interrupt()`` is true (a weight update is waiting)."""
+
+    def __init__(self, interrupt: Callable[[], bool]) -> None:
+        self.interrupt = interrupt
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: object) -> torch.BoolTensor:
+        return torch.full((input_ids.shape[0],), self.interrupt(), dtype=torch.bool, device=input_ids.device)  # pyright: ignore[reportReturnType]  # a BoolTensor at run time
 
 
 def _cut(ids: torch.Tensor, logprobs: torch.Tensor, limit: int, eos: int, version: int, engine: str) -> Generation:

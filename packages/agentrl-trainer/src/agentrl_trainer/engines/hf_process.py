@@ -15,9 +15,9 @@ scaled down to CPU processes.
   the child sees the new version and loads the shared copy into its model under the same lock, so a batch is
   never sampled from half-updated weights and no weights travel through the pipe. The version recorded on a
   turn is the one the child actually loaded.
-* Partial rollouts (``chunk_tokens``): the parent sends a batch one chunk at a time, so the child loads new
-  weights between two chunks of a turn, as the ``hf`` engine does (one code path,
-  :func:`~agentrl_trainer.engines.hf.sample_in_chunks`).
+* Partial rollouts (``chunk_tokens``): the parent sends a batch one chunk at a time, and the child stops a
+  chunk early once new weights are published, so it loads them between two chunks of a turn, as the ``hf``
+  engine does (one code path, :func:`~agentrl_trainer.engines.hf.sample_in_chunks`).
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ class ProcessEngine(BatchingEngine):
             "num_threads": num_threads,
             "cpus": sorted(cpus) if cpus is not None else None,
             "seed": seed,
+            "partial_rollouts": chunk_tokens > 0,
             # The model's own generation config: a config rebuilt from a training model's (use_cache=False under
             # gradient checkpointing) would otherwise make the engine decode without its KV cache.
             "generation_config": getattr(model, "generation_config", None),
@@ -216,6 +217,8 @@ def _engine_main(
         if shared_version.value != version:
             version = _load(model, shared, shared_version, weights_lock)
         started = time.perf_counter()
+        # Partial rollouts: weights published mid-call stop it; the parent resumes the turn in a new call.
+        interrupt = (lambda loaded=version: shared_version.value != loaded) if settings["partial_rollouts"] else None
         try:
             result = sample_batch(
                 model,
@@ -225,6 +228,7 @@ def _engine_main(
                 temperature=settings["temperature"],
                 version=version,
                 engine=settings["engine"],
+                interrupt=interrupt,
             )
         except Exception as e:  # engine boundary: fail this batch, keep serving
             conn.send(("error", repr(e)))
