@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
@@ -330,7 +331,7 @@ class _Interrupt(StoppingCriteria):
     def __init__(self, interrupt: Callable[[], bool]) -> None:
         self.interrupt = interrupt
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: object) -> torch.BoolTensor:
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: object) -> torch.BoolTensor:
         return torch.full((input_ids.shape[0],), self.interrupt(), dtype=torch.bool, device=input_ids.device)  # pyright: ignore[reportReturnType]  # a BoolTensor at run time
 
 
