@@ -22,6 +22,8 @@ groups, and how busy the policy engine was (near 100%: generation is the bottlen
     # rollouts and training on separate cores (the paper's separate hardware, in miniature)
     uv run python bench/async_vs_sync.py --hidden-size 128 --obs-tokens 512 --scale-s 0.5 --engine hf_process \
         --trainer-threads 1 --trainer-cpus 0 --engine-cpus 1
+    # partial rollouts: the same, turns sampled 4 tokens at a time and resumed with new weights mid-turn
+    uv run python bench/async_vs_sync.py ... --partial-chunk-tokens 4
 
 Prints a table and, last, one JSON line with every figure (what ``docs/benchmarks.md`` records).
 """
@@ -65,6 +67,7 @@ def run_mode(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -
         rollout_engine=args.engine,
         engine_num_threads=args.engine_threads,
         engine_cpus=_cores(args.engine_cpus),
+        partial_rollout_chunk_tokens=args.partial_chunk_tokens,
         learning_rate=1e-4,
         logging_steps=1,
         save_strategy="no",
@@ -107,6 +110,8 @@ def run_mode(mode: str, model_path: Path, args: argparse.Namespace, out: Path) -
         # Share of the run the policy engine spent sampling: near 1, generation is the bottleneck.
         "engine_busy_fraction": trainer.sampler.policy.busy_s / wall_s,
         "engine_mean_batch": trainer.sampler.policy.requests / max(trainer.sampler.policy.batches, 1),
+        # Partial rollouts: turns resumed with newer weights after a weight update landed mid-turn.
+        "resumed_turns": getattr(trainer.sampler.policy, "resumed_turns", 0),
         # hf_process: the share the engine process itself spent sampling (the rest of busy is waiting for it).
         "engine_process_busy_fraction": getattr(trainer.sampler.policy, "process_busy_s", float("nan")) / wall_s,
     }
@@ -151,6 +156,12 @@ def main() -> None:
         type=int,
         default=0,
         help="tokens of task-like text (a table) in the environment's first answer (0: two words)",
+    )
+    parser.add_argument(
+        "--partial-chunk-tokens",
+        type=int,
+        default=0,
+        help="partial rollouts: sample turns this many tokens at a time (0: off, whole turns)",
     )
     parser.add_argument("--modes", default="sync,async", help="modes to run, comma-separated (both for the ratio)")
     parser.add_argument("--seed", type=int, default=0)

@@ -135,6 +135,14 @@ class AgentRLConfig(GRPOConfig):
         default=600.0, metadata={"help": "Fail the run if no complete group arrives for this long."}
     )
     engine_max_batch_size: int = field(default=32, metadata={"help": "Most sequences per hf engine generate call."})
+    partial_rollout_chunk_tokens: int = field(
+        default=0,
+        metadata={
+            "help": "Partial rollouts (hf and hf_process engines): sample a turn this many tokens at a time, so a "
+            "weight update waits for one chunk and the rest of the turn is sampled with the new weights; each "
+            "token keeps the version that sampled it and staleness counts the oldest. 0: off (whole turns)."
+        },
+    )
 
     # ----------------------------------------------------------------- async pipeline
     min_groups_per_step: int = field(
@@ -260,6 +268,15 @@ class AgentRLConfig(GRPOConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.max_staleness < 0:
             raise ValueError(f"max_staleness must be >= 0, got {self.max_staleness}.")
+        if self.partial_rollout_chunk_tokens < 0:
+            raise ValueError(
+                f"partial_rollout_chunk_tokens must be >= 0 (0: off), got {self.partial_rollout_chunk_tokens}."
+            )
+        if self.partial_rollout_chunk_tokens and self.rollout_engine == "vllm":
+            raise ValueError(
+                "partial_rollout_chunk_tokens is implemented for rollout_engine hf and hf_process only; set it to 0 "
+                "with vllm."
+            )
         if not 0.0 <= self.max_infra_error_rate <= 1.0:
             raise ValueError(
                 f"max_infra_error_rate must be in [0, 1] (1.0 never stops), got {self.max_infra_error_rate}."

@@ -31,6 +31,15 @@ class Generation:
     engine: str
     finish_reason: str
     """``stop`` (end-of-turn token sampled) or ``length`` (token budget exhausted)."""
+    token_versions: tuple[int, ...] = ()
+    """Partial rollouts: the policy version that sampled each token, when a weight update landed mid-turn and
+    the rest of the turn was sampled with the new weights (``version`` is then the oldest, the first token's).
+    Empty when one version sampled the whole turn."""
+
+    @property
+    def versions_per_token(self) -> tuple[int, ...]:
+        """The policy version that sampled each token (``version`` for every token unless the turn was resumed)."""
+        return self.token_versions or (self.version,) * len(self.token_ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +53,9 @@ class TokenSegment:
     engine: str = ""
     lagged: bool = False
     """Sampled by a lagged engine (cross-policy sampling): its lag is by design, not asynchrony."""
+    token_versions: tuple[int, ...] = ()
+    """Partial rollouts: each token's policy version when the turn was resumed with newer weights (``version``
+    is the oldest of them, the one staleness counts); empty when ``version`` sampled every token."""
 
 
 @dataclass(frozen=True, slots=True)

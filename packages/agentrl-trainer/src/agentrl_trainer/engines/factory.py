@@ -96,6 +96,7 @@ def hf_engine(name: str, spec: EngineSpec, model: torch.nn.Module) -> RolloutEng
         "temperature": spec.temperature,
         "max_batch_size": spec.max_batch_size,
         "version": spec.version,
+        "chunk_tokens": spec.chunk_tokens,
     }
     if spec.backend == "hf_process":
         from agentrl_trainer.engines.hf_process import ProcessEngine

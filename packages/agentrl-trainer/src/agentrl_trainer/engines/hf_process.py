@@ -15,6 +15,9 @@ scaled down to CPU processes.
   the child sees the new version and loads the shared copy into its model under the same lock, so a batch is
   never sampled from half-updated weights and no weights travel through the pipe. The version recorded on a
   turn is the one the child actually loaded.
+* Partial rollouts (``chunk_tokens``): the parent sends a batch one chunk at a time, and the child stops a
+  chunk early once new weights are published, so it loads them between two chunks of a turn, as the ``hf``
+  engine does (one code path, :func:`~agentrl_trainer.engines.hf.sample_in_chunks`).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class ProcessEngine(BatchingEngine):
         num_threads: int = 1,
         cpus: Sequence[int] | None = None,
         seed: int = 0,
+        chunk_tokens: int = 0,
     ) -> None:
         """Start the engine process with ``model``'s current weights; returns once it is ready.
 
@@ -72,6 +76,8 @@ class ProcessEngine(BatchingEngine):
                 process. Keeping the engines and the trainer on separate cores stands in for separate rollout
                 and training hardware on a CPU machine.
             seed: Seed of the engine process's sampling.
+            chunk_tokens: Partial rollouts (see :class:`~agentrl_trainer.engines.hf.BatchingEngine`): each chunk
+                is one request to the engine process, which loads new weights between two requests; 0: off.
 
         Raises:
             RuntimeError: If the engine process does not start.
@@ -85,7 +91,7 @@ class ProcessEngine(BatchingEngine):
             raise ValueError(
                 f"engine cpus {list(cpus)} are not cores of this machine (0 to {(os.cpu_count() or 1) - 1})."
             )
-        super().__init__(name=name, max_batch_size=max_batch_size, version=version)
+        super().__init__(name=name, max_batch_size=max_batch_size, version=version, chunk_tokens=chunk_tokens)
         context = mp.get_context("spawn")  # fork would copy the trainer's threads and torch state
         self._shared = {k: v.detach().to("cpu", copy=True).share_memory_() for k, v in model.state_dict().items()}
         self._shared_version = context.Value("q", version, lock=False)
@@ -102,6 +108,7 @@ class ProcessEngine(BatchingEngine):
             "num_threads": num_threads,
             "cpus": sorted(cpus) if cpus is not None else None,
             "seed": seed,
+            "partial_rollouts": chunk_tokens > 0,
             # The model's own generation config: a config rebuilt from a training model's (use_cache=False under
             # gradient checkpointing) would otherwise make the engine decode without its KV cache.
             "generation_config": getattr(model, "generation_config", None),
@@ -138,7 +145,7 @@ class ProcessEngine(BatchingEngine):
             self._version = version
         logger.debug("engine %s: policy_version=%d shared with its process", self.name, version)
 
-    def _run_batch(self, prompts: list[tuple[list[int], int]]) -> list[Generation]:
+    def _sample(self, prompts: list[tuple[list[int], int]]) -> list[Generation]:
         with self._pipe_lock:
             try:
                 self._conn.send(("generate", prompts))
@@ -210,6 +217,8 @@ def _engine_main(
         if shared_version.value != version:
             version = _load(model, shared, shared_version, weights_lock)
         started = time.perf_counter()
+        # Partial rollouts: weights published mid-call stop it; the parent resumes the turn in a new call.
+        interrupt = (lambda loaded=version: shared_version.value != loaded) if settings["partial_rollouts"] else None
         try:
             result = sample_batch(
                 model,
@@ -219,6 +228,7 @@ def _engine_main(
                 temperature=settings["temperature"],
                 version=version,
                 engine=settings["engine"],
+                interrupt=interrupt,
             )
         except Exception as e:  # engine boundary: fail this batch, keep serving
             conn.send(("error", repr(e)))

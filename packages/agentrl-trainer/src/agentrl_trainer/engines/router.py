@@ -133,6 +133,7 @@ class EngineRouter:
             version=generation.version,
             engine=self.name,
             finish_reason=generation.finish_reason,
+            token_versions=generation.token_versions,
         )
 
     def mark_dead(self, index: int, reason: object = None) -> None:

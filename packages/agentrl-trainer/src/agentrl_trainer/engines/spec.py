@@ -55,6 +55,8 @@ class EngineSpec:
     """hf_process: torch threads of each engine process."""
     cpus: tuple[int, ...] | None = None
     """hf_process: the cores the engine processes run on (``None``: this process's)."""
+    chunk_tokens: int = 0
+    """hf and hf_process: partial rollouts, sampling this many tokens at a time (0: off)."""
     # vllm
     server: VLLMServerConfig = field(default_factory=lambda: VLLMServerConfig(model=""))
     """The servers' settings; the factory fills in ``model`` and ``dtype`` once the weights are staged."""
@@ -102,6 +104,7 @@ class EngineSpec:
             max_batch_size=args.engine_max_batch_size,
             num_threads=args.engine_num_threads,
             cpus=tuple(args.engine_cpus) if args.engine_cpus is not None else None,
+            chunk_tokens=args.partial_rollout_chunk_tokens,
             server=VLLMServerConfig(
                 model="", max_model_len=args.max_total_tokens, extra_args=list(args.vllm_server_args)
             ),

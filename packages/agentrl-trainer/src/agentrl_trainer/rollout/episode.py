@@ -93,6 +93,7 @@ async def run_episode(
                 version=generation.version,
                 engine=generation.engine,
                 lagged=bool(is_lagged and is_lagged(engine)),
+                token_versions=generation.token_versions,
             )
         )
         action = parse_assistant(tokenizer, list(generation.token_ids), context, tools, turn)
