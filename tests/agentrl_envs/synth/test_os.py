@@ -3,6 +3,7 @@ kept, an empty or wrong answer fails, and a problem whose check cannot pass is d
 
 from __future__ import annotations
 
+import logging
 from itertools import islice
 from pathlib import Path
 
@@ -24,8 +25,12 @@ def test_generation_is_deterministic_per_seed() -> None:
 
 
 @pytest.mark.slow
-def test_every_family_validates_in_the_sandbox(data: DataRoot, tmp_path: Path) -> None:
+def test_every_family_validates_in_the_sandbox(
+    data: DataRoot, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     import random
+
+    caplog.set_level(logging.INFO, logger="agentrl_envs")  # a failure then shows how each init script ended
 
     from agentrl_envs.synth.shell import problem_dict
 

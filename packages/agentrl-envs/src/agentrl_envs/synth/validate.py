@@ -183,5 +183,16 @@ def _play_all(adapter: TaskAdapter, env: ToolEnv, oracle: Any, index: int, sampl
     for name, foil in adapter.foils(sample, transcript).items():
         reward, info, _ = play(env, foil, index)
         if reward != 0.0:
-            return Rejection(f"{name.split(':')[0]}_accepted", f"the {name} answer earned {reward}")
+            # The oracle's last action says whether the task itself has an empty or trivial gold answer.
+            detail = f"the {name} answer earned {reward}; the oracle's last action: {_last_action(transcript)}"
+            return Rejection(f"{name.split(':')[0]}_accepted", detail)
     return None
+
+
+def _last_action(transcript: list[Message]) -> str:
+    for message in reversed(transcript):
+        calls = message.get("tool_calls") or []
+        if message.get("role") == "assistant" and calls:
+            function = calls[-1]["function"]
+            return f"{function['name']}({function['arguments']})"[:300]
+    return "none"
