@@ -8,11 +8,12 @@ once build it once.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+
+from agentrl_envs.core.file_lock import file_lock
 
 __all__ = ["locked", "staged"]
 
@@ -23,16 +24,11 @@ def locked(dest: Path) -> Iterator[None]:
 
     Staging folders left by builds that were killed are cleared while the lock is held.
     """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest.parent / f".{dest.name}.lock", "a+b") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            for stale in dest.parent.glob(f".{dest.name}.*-*"):
-                if stale.is_dir():
-                    shutil.rmtree(stale, ignore_errors=True)
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with file_lock(dest.parent / f".{dest.name}.lock"):
+        for stale in dest.parent.glob(f".{dest.name}.*-*"):
+            if stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+        yield
 
 
 @contextlib.contextmanager

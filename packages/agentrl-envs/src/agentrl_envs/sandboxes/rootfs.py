@@ -10,7 +10,6 @@ minutes and gigabytes, so it is announced first (a warning naming the size and t
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -18,13 +17,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentrl_envs.core.data import resolve_cache_dir
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
+from agentrl_envs.core.file_lock import file_lock
 
 __all__ = ["RootfsRecipe", "ensure_rootfs", "rootfs_tarball"]
 
@@ -107,7 +105,7 @@ def _ensure(recipe: RootfsRecipe, *, cache_dir: Path | None, announce: bool) -> 
         return target
     if announce and not (store / f"{recipe.key}.tar").is_file():
         _announce(recipe, store)  # before the lock: a process that waits for another's build says why too
-    with _locked(store / f"{recipe.key}.lock"):
+    with file_lock(store / f"{recipe.key}.lock"):
         if marker.is_file():  # built by another process while we waited
             return target
         tarball = store / f"{recipe.key}.tar"
@@ -141,16 +139,6 @@ def _store(cache_dir: Path | None) -> Path:
     store = (cache_dir or resolve_cache_dir()) / "rootfs"
     store.mkdir(parents=True, exist_ok=True)
     return store
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _build(recipe: RootfsRecipe, tarball: Path, target: Path, *, cache_dir: Path | None) -> None:
