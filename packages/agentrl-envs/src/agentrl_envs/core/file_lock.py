@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 __all__ = ["file_lock"]
 
 
 @contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Generator[None]:
     """Hold the exclusive lock of ``path`` (created if missing) for the block; other holders wait.
 
     The kernel drops the lock when its holder dies, so a killed build never leaves a stuck lock behind.
