@@ -196,3 +196,37 @@ def test_a_forked_child_process_spawns_on_its_own_thread() -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+INHERITED_SIGNALS = """
+import signal, subprocess
+from agentrl_envs.core.processes import spawn
+# As a job started with `&` by a script (SIGINT and SIGQUIT ignored), on a thread that blocks signals: the spawner
+# thread started below inherits that mask.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGUSR1})
+for fresh in (False, True):
+    child = spawn(["grep", "-E", "^Sig(Ign|Blk):", "/proc/self/status"], fresh_signals=fresh, stdout=subprocess.PIPE)
+    print(fresh, *child.communicate()[0].decode().split(), flush=True)
+"""
+
+
+def _signal_bits(*signals: signal.Signals) -> int:
+    return sum(1 << (s - 1) for s in signals)
+
+
+def test_fresh_signals_start_a_child_with_none_ignored_or_blocked() -> None:
+    owner = subprocess.run([sys.executable, "-c", INHERITED_SIGNALS], capture_output=True, text=True, timeout=60)
+    assert owner.returncode == 0, owner.stderr
+    seen = {}
+    for line in owner.stdout.splitlines():
+        fresh, *fields = line.split()  # "True SigBlk: <hex> SigIgn: <hex>"
+        masks = {name: int(value, 16) for name, value in zip(fields[::2], fields[1::2], strict=True)}
+        seen[fresh == "True"] = (masks["SigIgn:"], masks["SigBlk:"])
+    # What a plain child gets (the kernel keeps ignored signals and the mask across exec) ...
+    ignored, blocked = seen[False]
+    assert ignored & _signal_bits(signal.SIGINT, signal.SIGQUIT) == _signal_bits(signal.SIGINT, signal.SIGQUIT)
+    assert blocked & _signal_bits(signal.SIGINT, signal.SIGUSR1) == _signal_bits(signal.SIGINT, signal.SIGUSR1)
+    # ... and what a fresh one gets.
+    assert seen[True] == (0, 0)

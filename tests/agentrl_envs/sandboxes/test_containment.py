@@ -4,9 +4,11 @@ processes, limits."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import socket
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -91,6 +93,36 @@ def test_sleep_is_cut_at_the_limit(backend: SandboxBackend) -> None:
         slow_exec = box.exec(["sleep", "1000"])
     assert slow.timed_out and stubborn.timed_out and slow_exec.timed_out
     assert after.output == b"alive\n"
+
+
+@pytest.fixture
+def started_with_ctrl_c_ignored() -> Iterator[None]:
+    """This process ignoring SIGINT and SIGQUIT, as a job started with ``&`` by a script does (``make test &``)."""
+    saved = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)
+
+
+def _ignored_and_blocked(status: bytes) -> tuple[int, int]:
+    fields = dict(line.split(b":\t") for line in status.splitlines())
+    return int(fields[b"SigIgn"], 16), int(fields[b"SigBlk"], 16)
+
+
+def test_this_process_signal_state_does_not_reach_the_sandbox(
+    bwrap_backend: SandboxBackend, started_with_ctrl_c_ignored: None
+) -> None:
+    # (Docker's processes are started by its daemon, never by this process.) A shell that starts with SIGINT
+    # ignored takes `trap '' INT` without a word and still breaks its loops on Ctrl-C: the OS task's wedge case.
+    probe = ["grep", "-E", "^Sig(Ign|Blk):", "/proc/self/status"]
+    with bwrap_backend.open("default") as box:
+        independent = box.exec(probe)
+        in_shell = box.run_shell(shlex.join(probe))
+        trapped = box.run_shell("trap '' INT; kill -INT $$; echo survived")
+    seen = (_ignored_and_blocked(independent.stdout), _ignored_and_blocked(in_shell.output), trapped.output)
+    assert seen == ((0, 0), (0, 0), b"survived\n")
 
 
 def test_shell_state_persists(backend: SandboxBackend) -> None:

@@ -152,14 +152,9 @@ def test_a_script_that_ends_the_shell_is_the_agents_failure(backend: SandboxBack
     try:
         env.reset(options={"index": 0})
         out, reward, terminated, truncated, info = env.step(call("bash_action", script=script))
-        if script.startswith("trap") and not terminated:
-            # Seen only in full-suite runs (not understood yet): Ctrl-C ended the loop, so the shell answered again
-            # and the step is an ordinary timed-out command. Either way it must not count as an infra error.
-            assert (reward, truncated) == (0.0, False) and not info.get("infra_error"), (out, info)
-        else:
-            assert (reward, terminated, truncated) == (0.0, True, False), (out, info)
-            assert info["status"] == "agent invalid action" and info["infra_error"] is False
-            assert out[0]["role"] == "tool" and out[0]["content"].startswith("The shell exited or stopped answering")
+        assert (reward, terminated, truncated) == (0.0, True, False)
+        assert info["status"] == "agent invalid action" and info["infra_error"] is False
+        assert out[0]["role"] == "tool" and out[0]["content"].startswith("The shell exited or stopped answering")
         env.reset(options={"index": 0})  # the next episode has a fresh shell
         out, _, _, _, info = env.step(call("bash_action", script="echo fresh"))
         assert out and out[0]["content"] == "The output of the OS:\n\nfresh\n", info

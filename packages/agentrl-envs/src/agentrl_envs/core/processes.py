@@ -7,6 +7,12 @@ the *thread* that forked the child, not the process: a sandbox or server started
 as soon as that thread exits, in the middle of an episode another thread goes on stepping. So every such child
 is forked by :func:`spawn`, on one thread that lives exactly as long as the process: the signal then fires when
 the process dies (all of its threads), and never before, whichever thread asked for the child.
+
+A child that stands for a machine of its own (a sandbox's shell and its processes) can also be started with the
+signal state of a fresh process rather than this one's (``spawn(..., fresh_signals=True)``): signals ignored here
+stay ignored across ``exec``, and so does a thread's blocked-signal mask. A job started with ``&`` by a script
+(``make test > log &``) ignores SIGINT and SIGQUIT, and a shell that starts with SIGINT ignored cannot be made to
+ignore it again: bash's ``trap '' INT`` does nothing while the interactive shell still breaks its loops on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -94,18 +100,45 @@ def spawner_thread() -> threading.Thread:
     return _spawner().thread
 
 
-def _die_with(owner: int, death_signal: int) -> Callable[[], None]:
+def _die_with(owner: int, death_signal: int) -> None:
+    """In a forked child: get ``death_signal`` when ``owner`` dies."""
+    assert _prctl is not None
+    _prctl(_PR_SET_PDEATHSIG, death_signal)
+    if os.getppid() != owner:  # the owner died between the fork and the prctl: no signal will come
+        os.kill(os.getpid(), death_signal)
+
+
+def _reset_signals() -> None:
+    """In a forked child: every signal at its default disposition and none blocked, as in a fresh process."""
+    for number in signal.valid_signals():
+        if number not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
+def _child_setup(death_signal: signal.Signals | None, fresh_signals: bool) -> Callable[[], None] | None:
+    """The ``preexec_fn`` that :func:`spawn`'s options need, or ``None`` if they need none."""
+    owner = os.getpid()
+    die = death_signal is not None and _prctl is not None
+    if not die and not fresh_signals:
+        return None
+
     def in_child() -> None:
-        assert _prctl is not None
-        _prctl(_PR_SET_PDEATHSIG, death_signal)
-        if os.getppid() != owner:  # the owner died between the fork and the prctl: no signal will come
-            os.kill(os.getpid(), death_signal)
+        if fresh_signals:
+            _reset_signals()
+        if die:
+            assert death_signal is not None
+            _die_with(owner, int(death_signal))
 
     return in_child
 
 
 def spawn(
-    args: Sequence[str], *, death_signal: signal.Signals | None = signal.SIGTERM, **popen_kwargs: Any
+    args: Sequence[str],
+    *,
+    death_signal: signal.Signals | None = signal.SIGTERM,
+    fresh_signals: bool = False,
+    **popen_kwargs: Any,
 ) -> subprocess.Popen[bytes]:
     """Start ``args`` as a child that dies with this process (all its threads) and not with the calling thread.
 
@@ -117,15 +150,21 @@ def spawn(
         args: The command line.
         death_signal: The signal the child gets when this process dies (SIGTERM lets a server shut down
             cleanly); ``None`` sets none, for a child that sets its own (``bwrap --die-with-parent``).
-        **popen_kwargs: Passed to :class:`subprocess.Popen` (``preexec_fn`` is taken by ``death_signal``).
+        fresh_signals: Start the child with every signal at its default disposition and none blocked, whatever
+            this process ignores or its spawning thread blocks (see the module docstring). Off by default: a
+            server should keep what its owner was started with (``nohup``'s ignored SIGHUP).
+        **popen_kwargs: Passed to :class:`subprocess.Popen` (``preexec_fn`` is taken by these options).
 
     Raises:
         OSError: If the command cannot be started, as from ``Popen``.
     """
     if "preexec_fn" in popen_kwargs:
-        raise TypeError("spawn() sets the child's preexec_fn itself (death_signal=...); pass no preexec_fn.")
-    if death_signal is not None and _prctl is not None:
-        popen_kwargs["preexec_fn"] = _die_with(os.getpid(), int(death_signal))
+        raise TypeError(
+            "spawn() sets the child's preexec_fn itself (death_signal=..., fresh_signals=...); pass no preexec_fn."
+        )
+    preexec = _child_setup(death_signal, fresh_signals)
+    if preexec is not None:
+        popen_kwargs["preexec_fn"] = preexec
     return _spawner().call(lambda: subprocess.Popen(args, **popen_kwargs))
 
 

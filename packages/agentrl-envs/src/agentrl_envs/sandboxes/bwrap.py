@@ -14,7 +14,8 @@ Each sandbox is built like this (all as root, nothing left on the host afterward
 
 Every process of a sandbox is forked by :func:`~agentrl_envs.core.processes.spawn`, so it dies with this
 process (SIGKILL included) and not with the thread that opened the sandbox: an episode may be reset on one
-thread and stepped on others.
+thread and stepped on others. It starts with fresh signal state (default dispositions, none blocked), as on a
+machine of its own, whatever this process was started with.
 
 Independent processes (a task's init and check scripts) enter the same mount and network namespaces and
 join the shell's pid namespace through a second ``bwrap`` with the same restrictions.
@@ -154,9 +155,17 @@ class BwrapSandbox(Sandbox):
         ]  # fmt: skip
         master, slave = open_pty()
         try:
-            # SIGKILL on the owner's death already while the wrapper mounts, before bwrap sets its own.
+            # SIGKILL on the owner's death already while the wrapper mounts, before bwrap sets its own. Fresh
+            # signals: a shell started with SIGINT ignored (this process run by `cmd &`) cannot `trap '' INT`.
             self._process = spawn(
-                command, death_signal=signal.SIGKILL, stdin=slave, stdout=slave, stderr=slave, env=_ENV, cwd="/"
+                command,
+                death_signal=signal.SIGKILL,
+                fresh_signals=True,
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                env=_ENV,
+                cwd="/",
             )
         finally:
             os.close(slave)
@@ -244,6 +253,7 @@ class BwrapSandbox(Sandbox):
                 process = spawn(
                     command,
                     death_signal=signal.SIGKILL,
+                    fresh_signals=True,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
