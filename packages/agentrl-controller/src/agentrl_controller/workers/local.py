@@ -30,8 +30,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from agentrl_controller.config import TaskConfig
+from agentrl_controller.gc_tuning import settle_heap
 from agentrl_controller.http.fastpath import FastAnswer, FastJsonRoute
 from agentrl_controller.http.models import WorkerInteractRequest, WorkerStartSampleRequest
+from agentrl_controller.http.onewrite import OneWriteHttpProtocol
 from agentrl_controller.workers.envs import env_factory
 from agentrl_controller.workers.sandboxes import build_pool
 from agentrl_envs.core import EnvPool
@@ -276,8 +278,16 @@ async def build_worker(task: TaskConfig, *, sandbox_broker: str | None = None) -
 async def _serve(task: TaskConfig, uds: str, sandbox_broker: str | None) -> None:
     worker = await build_worker(task, sandbox_broker=sandbox_broker)
     app = create_worker_app(worker)
+    settle_heap()
     config = uvicorn.Config(
-        app, uds=uds, log_level="warning", access_log=False, timeout_keep_alive=3600, backlog=4096, lifespan="off"
+        app,
+        uds=uds,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=3600,
+        backlog=4096,
+        lifespan="off",
+        http=OneWriteHttpProtocol,
     )
     server = uvicorn.Server(config)
     # uvicorn re-raises the SIGTERM it shut down on once it has restored the previous handler; with the default

@@ -15,6 +15,8 @@ import aiohttp
 import uvicorn
 
 from agentrl_controller.config import TaskConfig
+from agentrl_controller.gc_tuning import settle_heap
+from agentrl_controller.http.onewrite import OneWriteHttpProtocol
 from agentrl_controller.workers.local import build_worker, create_worker_app
 
 __all__ = ["heartbeat_loop", "serve_remote_worker"]
@@ -53,8 +55,10 @@ async def serve_remote_worker(
 ) -> None:
     """Serve ``task`` on ``host:port`` and register it with the controller as ``self_url`` until stopped."""
     worker = await build_worker(task)
+    app = create_worker_app(worker)
+    settle_heap()
     config = uvicorn.Config(
-        create_worker_app(worker),
+        app,
         host=host,
         port=port,
         log_level="warning",
@@ -62,6 +66,7 @@ async def serve_remote_worker(
         timeout_keep_alive=3600,
         backlog=4096,
         lifespan="off",
+        http=OneWriteHttpProtocol,
     )
     server = uvicorn.Server(config)
     body = {
