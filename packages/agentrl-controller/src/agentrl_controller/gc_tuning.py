@@ -1,9 +1,9 @@
 """Garbage-collector settings for the long-running servers (the controller and its worker processes).
 
-With CPython's default thresholds (700, 10, 10) a server holding thousands of sessions spent a fifth of its CPU per
-no-op interact in the cyclic collector, most of it in full collections (about one per 4,000 interacts, each
-walking the whole heap, ~120,000 objects of which most are the imported frameworks: FastAPI, pydantic, the task
-code; 145 ms each on the shared development machine, a pause every request in flight waits out). Two changes
+With CPython's default thresholds (700, 10, 10) the controller holding 1,000 sessions spent 11-13% of its CPU
+samples (perf) in the cyclic collector, most of it in full collections: about one per 4,000 no-op interacts, each
+walking the whole heap (~120,000 objects, most of them the imported frameworks: FastAPI, pydantic, the task
+code), 145 ms each on the shared development machine, a pause every request in flight waits out. Two changes
 (measured in docs/benchmarks.md, "Controller ceilings, session 6"):
 
 - **Freeze what startup built.** ``gc.freeze()`` moves every object alive at that point (modules, the app, the
