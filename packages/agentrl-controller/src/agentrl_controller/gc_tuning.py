@@ -1,6 +1,6 @@
 """Garbage-collector settings for the long-running servers (the controller and its worker processes).
 
-With CPython's default thresholds (700, 10, 10) the controller holding 1,000 sessions spent 11-13% of its CPU
+With CPython's default thresholds (700, 10, 10) the controller holding 1,000 sessions spent 11% of its CPU
 samples (perf) in the cyclic collector, most of it in full collections: about one per 4,000 no-op interacts, each
 walking the whole heap (~120,000 objects, most of them the imported frameworks: FastAPI, pydantic, the task
 code), 145 ms each on the shared development machine, a pause every request in flight waits out. Two changes
