@@ -125,13 +125,12 @@ class HeldWrites(asyncio.Transport):
 class OneWriteHttpProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol whose responses each leave in one socket write."""
 
-    transport: HeldWrites
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:
         """Serve the connection through a :class:`HeldWrites` wrapper of ``transport``."""
-        super().connection_made(HeldWrites(transport, self.loop))  # type: ignore[arg-type]
+        self.held = HeldWrites(transport, self.loop)
+        super().connection_made(self.held)
 
     def on_response_complete(self) -> None:
         """The response's last byte is written: send it all now, then let uvicorn go on (keep-alive, pipeline)."""
-        self.transport.flush()
+        self.held.flush()
         super().on_response_complete()

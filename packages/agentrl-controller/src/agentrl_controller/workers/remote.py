@@ -12,12 +12,9 @@ import logging
 from typing import Any
 
 import aiohttp
-import uvicorn
 
 from agentrl_controller.config import TaskConfig
-from agentrl_controller.gc_tuning import settle_heap
-from agentrl_controller.http.onewrite import OneWriteHttpProtocol
-from agentrl_controller.workers.local import build_worker, create_worker_app
+from agentrl_controller.workers.local import build_worker, worker_server
 
 __all__ = ["heartbeat_loop", "serve_remote_worker"]
 
@@ -55,20 +52,7 @@ async def serve_remote_worker(
 ) -> None:
     """Serve ``task`` on ``host:port`` and register it with the controller as ``self_url`` until stopped."""
     worker = await build_worker(task)
-    app = create_worker_app(worker)
-    settle_heap()
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        timeout_keep_alive=3600,
-        backlog=4096,
-        lifespan="off",
-        http=OneWriteHttpProtocol,
-    )
-    server = uvicorn.Server(config)
+    server = worker_server(worker, host=host, port=port)
     body = {
         "name": task.name,
         "address": self_url,
