@@ -56,6 +56,8 @@ def serve(args: argparse.Namespace) -> int:
 
     from agentrl_controller.api.app import create_app
     from agentrl_controller.controller import Controller
+    from agentrl_controller.gc_tuning import settle_heap
+    from agentrl_controller.http.onewrite import OneWriteHttpProtocol
 
     _setup_logging(args.log_level, args.log_format)
     try:
@@ -68,6 +70,7 @@ def serve(args: argparse.Namespace) -> int:
         shown["token"] = "***"
     logging.getLogger("agentrl_controller").info("resolved config: %s", json.dumps(shown))
     app = create_app(Controller(config))
+    settle_heap()
     uvicorn.run(
         app,
         host=config.host,
@@ -76,6 +79,7 @@ def serve(args: argparse.Namespace) -> int:
         access_log=False,
         timeout_keep_alive=600,
         backlog=4096,
+        http=OneWriteHttpProtocol,
         log_config=None,
     )
     return 0

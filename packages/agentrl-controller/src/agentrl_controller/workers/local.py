@@ -30,8 +30,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from agentrl_controller.config import TaskConfig
+from agentrl_controller.gc_tuning import settle_heap
 from agentrl_controller.http.fastpath import FastAnswer, FastJsonRoute
 from agentrl_controller.http.models import WorkerInteractRequest, WorkerStartSampleRequest
+from agentrl_controller.http.onewrite import OneWriteHttpProtocol
 from agentrl_controller.workers.envs import env_factory
 from agentrl_controller.workers.sandboxes import build_pool
 from agentrl_envs.core import EnvPool
@@ -42,7 +44,7 @@ from agentrl_envs.sandboxes.broker_client import BrokerBackend
 from agentrl_envs.sandboxes.pool import SandboxPool
 from agentrl_envs.wire import CancelBody, Observation, WorkerInteractAnswer, cancel_body, worker_interact_answer
 
-__all__ = ["LocalWorker", "build_worker", "create_worker_app", "loop_factory", "main"]
+__all__ = ["LocalWorker", "build_worker", "create_worker_app", "loop_factory", "main", "worker_server"]
 
 logger = logging.getLogger(__name__)
 
@@ -273,13 +275,30 @@ async def build_worker(task: TaskConfig, *, sandbox_broker: str | None = None) -
     return worker
 
 
+def worker_server(worker: LocalWorker, **bind: Any) -> uvicorn.Server:
+    """The uvicorn server for ``worker``'s app, ready to serve; ``bind`` is ``uds=PATH`` or ``host=H, port=P``.
+
+    Call it once the worker is built: it settles the process's heap (:func:`~agentrl_controller.gc_tuning.settle_heap`)
+    and each response leaves in one socket write (:class:`~agentrl_controller.http.onewrite.OneWriteHttpProtocol`).
+    """
+    app = create_worker_app(worker)
+    settle_heap()
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=3600,
+        backlog=4096,
+        lifespan="off",
+        http=OneWriteHttpProtocol,
+        **bind,
+    )
+    return uvicorn.Server(config)
+
+
 async def _serve(task: TaskConfig, uds: str, sandbox_broker: str | None) -> None:
     worker = await build_worker(task, sandbox_broker=sandbox_broker)
-    app = create_worker_app(worker)
-    config = uvicorn.Config(
-        app, uds=uds, log_level="warning", access_log=False, timeout_keep_alive=3600, backlog=4096, lifespan="off"
-    )
-    server = uvicorn.Server(config)
+    server = worker_server(worker, uds=uds)
     # uvicorn re-raises the SIGTERM it shut down on once it has restored the previous handler; with the default
     # one that kills the process before the ``finally`` below closes the envs and the sandbox pool.
     signal.signal(signal.SIGTERM, lambda *_: None)

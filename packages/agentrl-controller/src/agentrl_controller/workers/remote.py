@@ -12,10 +12,9 @@ import logging
 from typing import Any
 
 import aiohttp
-import uvicorn
 
 from agentrl_controller.config import TaskConfig
-from agentrl_controller.workers.local import build_worker, create_worker_app
+from agentrl_controller.workers.local import build_worker, worker_server
 
 __all__ = ["heartbeat_loop", "serve_remote_worker"]
 
@@ -53,17 +52,7 @@ async def serve_remote_worker(
 ) -> None:
     """Serve ``task`` on ``host:port`` and register it with the controller as ``self_url`` until stopped."""
     worker = await build_worker(task)
-    config = uvicorn.Config(
-        create_worker_app(worker),
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        timeout_keep_alive=3600,
-        backlog=4096,
-        lifespan="off",
-    )
-    server = uvicorn.Server(config)
+    server = worker_server(worker, host=host, port=port)
     body = {
         "name": task.name,
         "address": self_url,
