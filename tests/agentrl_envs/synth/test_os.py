@@ -56,3 +56,30 @@ def test_a_run_writes_a_train_file_the_env_plays(data: DataRoot, tmp_path: Path)
     result = synthesize(OSAdapter(data), OSGenerator(seed=5), name="procedural", n=3, difficulties=(1, 2, 3), out=out)
     assert result.counts.kept == 3 and result.counts.oracle_success == 1.0
     assert result.counts.max_overlap < 0.5
+
+
+@pytest.mark.slow
+def test_a_candidate_whose_setup_failed_once_is_validated_again(
+    data: DataRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    from agentrl_envs.core.errors import InfraError
+    from agentrl_envs.synth.shell import problem_dict
+    from agentrl_envs.tasks.os.env import OSEnv
+
+    real_start, failures = OSEnv._start, []
+
+    def start_failing_once(self: OSEnv, index: int):  # noqa: ANN202
+        if not failures:
+            failures.append(index)
+            raise InfraError("init script 1 was killed (exit 137) before it finished")
+        return real_start(self, index)
+
+    monkeypatch.setattr(OSEnv, "_start", start_failing_once)
+    problem = None
+    families = _Families(random.Random(3))
+    while problem is None:
+        problem = families.read_setting()
+    verdicts = validate(OSAdapter(data), [Candidate("os", "procedural", 1, problem_dict(problem, 1))])
+    assert failures == [0] and verdicts == [None]

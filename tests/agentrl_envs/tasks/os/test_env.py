@@ -168,3 +168,26 @@ def test_check_env(bwrap_backend: SandboxBackend) -> None:
         check_env(env, skip_render_check=True)
     finally:
         env.close()
+
+
+def test_an_init_script_killed_before_it_finished_is_an_infra_error(backend: SandboxBackend, tmp_path) -> None:
+    # The OOM killer or a stray SIGKILL leaves the task half set up: grading it would reward another task
+    # (here, with the file never written, an empty answer would be "right"). The episode is not started.
+    write_then_die = "mkdir -p /root/x && kill -9 $$; echo HOST=h > /root/x/app.env"
+    sample = {
+        "description": "What is HOST in /root/x/app.env?",
+        "create": {"init": {"code": write_then_die}},
+        "evaluation": {"check": [None, {"language": "python", "code": "import sys; sys.exit(0)"}],
+                       "example": {"code": "cut -d= -f2 /root/x/app.env"}},
+    }  # fmt: skip
+    train = tmp_path / "os.json"
+    train.write_text(json.dumps([sample, {**sample, "create": {"init": {"code": "exit 3"}}}]))
+    env = OSEnv(split="train", train_file=train, backend=backend)
+    try:
+        with pytest.raises(agentrl_envs.InfraError, match="init script 1 was killed"):
+            env.reset(options={"index": 0})
+        assert env.sandbox is None  # given back, not left to the next episode
+        env.reset(options={"index": 1})  # an init script's own failure is still the task's business (upstream)
+        assert env.sandbox is not None
+    finally:
+        env.close()

@@ -15,7 +15,9 @@ import logging
 import os
 import secrets
 import select
+import signal
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -202,11 +204,15 @@ class DockerSandbox(Sandbox):
         """Run ``argv`` as root in the container (``timeout`` enforced with coreutils' ``timeout``)."""
         limit = timeout if timeout is not None else self.limits.command_timeout_s
         command = ["timeout", "-s", "KILL", f"{limit:g}", *argv]
+        started = time.monotonic()
         try:
             code, (stdout, stderr) = self.container.exec_run(command, demux=True, workdir=WORKDIR, user="root")
         except Exception as e:
             raise InfraError(f"docker sandbox {self.container.short_id}: exec failed: {e}") from e
-        return ExecResult(code, stdout or b"", stderr or b"", timed_out=code == 137)
+        # `timeout -s KILL` exits 137 both when it killed the command and when something else did (the OOM
+        # killer, the script itself): only the first took the whole limit.
+        timed_out = code == 128 + signal.SIGKILL and time.monotonic() - started >= limit
+        return ExecResult(code, stdout or b"", stderr or b"", timed_out=timed_out)
 
     def settle(self) -> None:
         """Wait until the container's background processes stop changing (see :meth:`Cgroup.settle`)."""

@@ -170,7 +170,11 @@ def _prepare(adapter: TaskAdapter, sample: dict[str, Any]) -> Rejection | None:
 
 def _judge(adapter: TaskAdapter, env: ToolEnv, oracle: Any, index: int, sample: dict[str, Any]) -> Rejection | None:
     try:
-        return _play_all(adapter, env, oracle, index, sample)
+        try:
+            return _play_all(adapter, env, oracle, index, sample)
+        except InfraError as e:  # e.g. a sandbox's setup killed from outside: once more before dropping it
+            logger.info("%s candidate %d: %s; validating it again", adapter.task, index, e)
+            return _play_all(adapter, env, oracle, index, sample)
     except Exception as e:  # the env could not run this sample (e.g. a table MySQL refuses): drop it, go on
         logger.debug("%s candidate %d broke the env: %s", adapter.task, index, e)
         return Rejection("env_error", f"{type(e).__name__}: {e}")
