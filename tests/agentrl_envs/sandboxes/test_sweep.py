@@ -6,10 +6,12 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
 
+from agentrl_envs.sandboxes import sweep
 from agentrl_envs.sandboxes.base import SandboxBackend
 from agentrl_envs.sandboxes.cgroup import Cgroup
 from agentrl_envs.sandboxes.sweep import sweep_leftovers
@@ -67,5 +69,28 @@ def test_sweep_spares_a_sandbox_being_started_by_another_process() -> None:
     try:
         sweep_leftovers()
         assert all(path.is_dir() for path in group.dirs.values())
+    finally:
+        group.destroy()
+
+
+def test_a_sweep_that_cannot_see_a_live_sandbox_s_temp_dir_spares_it(
+    bwrap_backend: SandboxBackend, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    # A controller started with its own TMPDIR sees none of this process's temp dirs; a sandbox whose cgroup
+    # has processes is live however old it is (a dead owner's sandbox processes die with it).
+    with bwrap_backend.open("default") as live:
+        monkeypatch.setattr(sweep, "_GRACE_S", 0.0)
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+        sweep_leftovers()
+        assert live.run_shell("echo alive").output == b"alive\n"
+        assert live.exec(["true"]).exit_code == 0
+
+
+def test_an_old_empty_cgroup_without_a_temp_dir_is_swept(monkeypatch: pytest.MonkeyPatch) -> None:
+    group = Cgroup.create("0000sweepold", memory_mb=64, pids=16, cpus=0.5)
+    try:
+        monkeypatch.setattr(sweep, "_GRACE_S", 0.0)
+        assert sweep_leftovers().cgroups >= 1
+        assert not any(path.exists() for path in group.dirs.values())
     finally:
         group.destroy()

@@ -60,7 +60,9 @@ def sweep_leftovers(*, docker_client: Any | None = None) -> Swept:
     """Remove the temp dirs and cgroups of bwrap sandboxes, and the containers, whose owner process is gone.
 
     A cgroup without a temp dir, or a temp dir without an owner file, is left alone for its first minute: it
-    may belong to a sandbox another process is starting (the controller sweeps at every start).
+    may belong to a sandbox another process is starting (the controller sweeps at every start). A cgroup whose
+    temp dir this process cannot see (another ``TMPDIR``) is removed only once no process runs in it: a dead
+    owner's sandbox processes die with it, so running ones mean a live sandbox, however old.
 
     Args:
         docker_client: A ``docker`` SDK client to sweep containers with; ``None`` leaves containers alone.
@@ -80,8 +82,11 @@ def sweep_leftovers(*, docker_client: Any | None = None) -> Swept:
     for sandbox_id, group in leftover_groups().items():
         if sandbox_id in live_ids:
             continue
-        if sandbox_id not in dead_ids and any(_young(path) for path in group.dirs.values()):
-            continue  # no temp dir yet: maybe a sandbox starting in another process
+        if sandbox_id not in dead_ids:
+            # No temp dir of ours names it: a sandbox starting in another process (young), one of a process
+            # whose TMPDIR differs (its processes run: a dead owner's die with it), or a dead owner's, emptied.
+            if group.pids() or any(_young(path) for path in group.dirs.values()):
+                continue
         try:
             group.destroy()
             cgroups += 1
