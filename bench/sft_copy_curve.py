@@ -9,9 +9,10 @@ to score). Every ``--eval-every`` steps it plays held-out tasks through the real
 (:func:`~agentrl_trainer.rollout.episode.run_episode`, as rollouts do) and prints the success rate per question
 type, how episodes ended, and the first episodes' raw actions, at each ``--temperature`` given (greedy and
 temperature 1 tell apart what the model knows from what it samples). ``--save DIR`` writes the model, tokenizer and
-optimizer state at each scoring to ``DIR/last``, and to ``DIR/best`` when the first temperature's success is the
-best so far. ``--checkpoint DIR --steps N`` trains N more steps from a saved (or any) checkpoint, resuming its
-step count and optimizer when it has them; ``--steps 0`` only scores (and shows) it, e.g. a cached SFT warm-up.
+optimizer state at each scoring to ``DIR/last``, and to ``DIR/best`` when its success rates, compared in the order
+of the temperatures (the next one breaks a tie), are the best so far. ``--checkpoint DIR --steps N`` trains N more
+steps from a saved (or any) checkpoint, resuming its step count and optimizer when it has them; ``--steps 0`` only
+scores (and shows) it, e.g. a cached SFT warm-up.
 
     uv run python bench/sft_copy_curve.py --train runs/learn/synth-train-2000/db.jsonl \\
         --heldout runs/learn/synth-heldout/db.jsonl --set tiny_pretokenizer=words --set tiny_vocab_size=3072 \\
@@ -120,7 +121,7 @@ def evaluate(model: Any, tokenizer: Any, step: int, types: list[str], args: argp
     return rates
 
 
-def save(directory: Path, model: Any, tokenizer: Any, optimizer: Any, step: int, best: float) -> None:
+def save(directory: Path, model: Any, tokenizer: Any, optimizer: Any, step: int, best: list[float]) -> None:
     """Write a checkpoint ``--checkpoint`` can score or resume: model, tokenizer, then the training state."""
     partial = directory.with_name(directory.name + ".partial")  # a run killed mid-save keeps the previous one
     shutil.rmtree(partial, ignore_errors=True)
@@ -174,12 +175,13 @@ def main() -> None:
         evaluate(model, tokenizer, 0, types, args)
         return
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
-    start, best = 0, -1.0
+    start, best = 0, [-1.0]
     if args.checkpoint is not None and (args.checkpoint / STATE).is_file():
         state = torch.load(args.checkpoint / STATE)
         optimizer.load_state_dict(state["optimizer"])
         start, best = state["step"], state["best"]
-        print(f"resuming at step {start} (best success so far {best:.3f})", flush=True)
+        best = best if isinstance(best, list) else [best]  # saved by the first version: the first rate only
+        print(f"resuming at step {start} (best success so far {best})", flush=True)
     # Seeded by the start step: a resumed run draws a new order rather than replaying the first batches.
     rng, order, losses, train_s = random.Random(start), [], [], 0.0
     for step in range(start + 1, start + args.steps + 1):
@@ -207,9 +209,9 @@ def main() -> None:
         if step % 20 == 0:
             print(f"step {step} loss {sum(losses[-20:]) / 20:.3f} train {train_s:.0f}s", flush=True)
         if step % args.eval_every == 0 or step == start + args.steps:
-            success = evaluate(model, tokenizer, step, types, args)[0]
+            success = evaluate(model, tokenizer, step, types, args)
             if args.save is not None:
-                if success > best:
+                if success > best:  # lists: the first temperature's rate, then the next one's on a tie
                     best = success
                     save(args.save / "best", model, tokenizer, optimizer, step, best)
                 save(args.save / "last", model, tokenizer, optimizer, step, best)
