@@ -7,11 +7,16 @@ transcripts of a synthesized DB training file, and trains on them with the warm-
 (:func:`~agentrl_trainer.sft.prefix.prefix_shared_loss`) in a plain AdamW loop (no TRL around it, so it can stop
 to score). Every ``--eval-every`` steps it plays held-out tasks through the real DB env and grader
 (:func:`~agentrl_trainer.rollout.episode.run_episode`, as rollouts do) and prints the success rate per question
-type, how episodes ended, and the first episodes' raw actions. ``--checkpoint PATH --steps 0`` only scores (and
-shows) an existing checkpoint, e.g. a cached SFT warm-up.
+type, how episodes ended, and the first episodes' raw actions, at each ``--temperature`` given (greedy and
+temperature 1 tell apart what the model knows from what it samples). ``--save DIR`` writes the model, tokenizer and
+optimizer state at each scoring to ``DIR/last``, and to ``DIR/best`` when its success rates, compared in the order
+of the temperatures (the next one breaks a tie), are the best so far. ``--checkpoint DIR --steps N`` trains N more
+steps from a saved (or any) checkpoint, resuming its step count and optimizer when it has them; ``--steps 0`` only
+scores (and shows) it, e.g. a cached SFT warm-up.
 
     uv run python bench/sft_copy_curve.py --train runs/learn/synth-train-2000/db.jsonl \\
-        --heldout runs/learn/synth-heldout/db.jsonl --set tiny_pretokenizer=words --set tiny_vocab_size=3072
+        --heldout runs/learn/synth-heldout/db.jsonl --set tiny_pretokenizer=words --set tiny_vocab_size=3072 \\
+        --temperature 1 --temperature 1e-3 --save runs/learn/sft-copy
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import asyncio
 import collections
 import json
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -40,6 +46,7 @@ from agentrl_trainer.types import TrainingRow, Trajectory
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "examples" / "configs" / "learn_db.yaml"
+STATE = "train_state.pt"  # beside a saved model: step, best success so far, optimizer state
 
 
 def transcripts(tokenizer: Any, train: Path, oracle: dict[str, Any]) -> list[RenderedTranscript]:
@@ -49,11 +56,11 @@ def transcripts(tokenizer: Any, train: Path, oracle: dict[str, Any]) -> list[Ren
     return [render_transcript(tokenizer, t.messages, t.tools) for t in played if t.score == 1.0]
 
 
-def score(model: Any, tokenizer: Any, heldout: Path, args: argparse.Namespace) -> list[Trajectory]:
+def score(model: Any, tokenizer: Any, heldout: Path, args: argparse.Namespace, temperature: float) -> list[Trajectory]:
     """Play the first ``--n-eval`` held-out tasks through the real DB env (8 in flight)."""
     factory = make_env_factory(env_kwargs={"db": {"train_file": str(heldout)}})
     engine = HFEngine(
-        model, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, temperature=args.temperature
+        model, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, temperature=temperature
     )
     limits = EpisodeLimits(args.max_turns, args.max_new_tokens, 4096, unfinished_penalty=0.0)
 
@@ -82,19 +89,48 @@ def score(model: Any, tokenizer: Any, heldout: Path, args: argparse.Namespace) -
     return asyncio.run(run())
 
 
-def report(step: int, results: list[Trajectory], types: list[str], tokenizer: Any, seconds: float) -> None:
-    """One line of figures, then the raw actions of the first two episodes."""
+def report(
+    step: int, temperature: float, results: list[Trajectory], types: list[str], tokenizer: Any, seconds: float
+) -> float:
+    """One line of figures, then the raw actions of the first two episodes; returns the success rate."""
     by_type: dict[str, list[float]] = collections.defaultdict(list)
     for t in results:
         by_type[types[t.row.index]].append(t.score)
     rates = {k: round(sum(v) / len(v), 2) for k, v in sorted(by_type.items())}
     ended = dict(collections.Counter(t.status for t in results))
     success = sum(t.score for t in results) / len(results)
-    print(f"EVAL step {step} success {success:.3f} by type {rates} ended {ended} ({seconds:.0f}s)", flush=True)
+    print(
+        f"EVAL step {step} temperature {temperature:g} success {success:.3f} by type {rates} ended {ended} "
+        f"({seconds:.0f}s)",
+        flush=True,
+    )
     for t in results[:2]:
         for segment in t.segments:
             if segment.is_action:
                 print("   ", repr(tokenizer.decode(list(segment.token_ids)))[:240], flush=True)
+    return success
+
+
+def evaluate(model: Any, tokenizer: Any, step: int, types: list[str], args: argparse.Namespace) -> list[float]:
+    """Score and report at each ``--temperature``; the success rates in that order."""
+    rates = []
+    for temperature in args.temperature:
+        started = time.perf_counter()
+        results = score(model.eval(), tokenizer, args.heldout, args, temperature)
+        rates.append(report(step, temperature, results, types, tokenizer, time.perf_counter() - started))
+    return rates
+
+
+def save(directory: Path, model: Any, tokenizer: Any, optimizer: Any, step: int, best: list[float]) -> None:
+    """Write a checkpoint ``--checkpoint`` can score or resume: model, tokenizer, then the training state."""
+    partial = directory.with_name(directory.name + ".partial")  # a run killed mid-save keeps the previous one
+    shutil.rmtree(partial, ignore_errors=True)
+    model.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    torch.save({"step": step, "best": best, "optimizer": optimizer.state_dict()}, partial / STATE)
+    shutil.rmtree(directory, ignore_errors=True)
+    partial.rename(directory)
+    print(f"saved step {step} to {directory}", flush=True)
 
 
 def main() -> None:
@@ -103,18 +139,24 @@ def main() -> None:
     parser.add_argument("--heldout", type=Path, default=REPO / "runs/learn/synth-heldout/db.jsonl")
     parser.add_argument("--config", type=Path, default=CONFIG)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
-    parser.add_argument("--checkpoint", type=Path, default=None, help="start from this model (default: the tiny)")
+    parser.add_argument(
+        "--checkpoint", type=Path, default=None, help="start (or resume) from this model (default: the tiny)"
+    )
+    parser.add_argument("--save", type=Path, default=None, help="save DIR/last and DIR/best at each scoring")
     parser.add_argument("--oracle", default='{"show_sql": true}', help="DB oracle options (JSON)")
-    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--steps", type=int, default=600, help="steps to train (more, when resuming)")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--eval-every", type=int, default=100)
     parser.add_argument("--n-eval", type=int, default=40)
-    parser.add_argument("--temperature", type=float, default=1e-3, help="scoring temperature (1e-3: ~greedy)")
+    parser.add_argument(
+        "--temperature", type=float, action="append", help="scoring temperature, repeatable (default 1e-3: ~greedy)"
+    )
     parser.add_argument("--max-turns", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
+    args.temperature = args.temperature or [1e-3]
     torch.set_num_threads(args.threads)
     if args.checkpoint is not None:
         path, tokenizer = str(args.checkpoint), load_tokenizer(args.checkpoint)
@@ -130,12 +172,19 @@ def main() -> None:
         trained = sum(sum(r.loss_mask) for r in rows) / len(rows)
         print(f"{len(rows)} transcripts, {mean:.0f} tokens each, {trained:.0f} of them trained", flush=True)
     else:
-        started = time.perf_counter()
-        report(0, score(model.eval(), tokenizer, args.heldout, args), types, tokenizer, time.perf_counter() - started)
+        evaluate(model, tokenizer, 0, types, args)
         return
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
-    rng, order, losses, train_s = random.Random(0), [], [], 0.0
-    for step in range(1, args.steps + 1):
+    start, best = 0, [-1.0]
+    if args.checkpoint is not None and (args.checkpoint / STATE).is_file():
+        state = torch.load(args.checkpoint / STATE)
+        optimizer.load_state_dict(state["optimizer"])
+        start, best = state["step"], state["best"]
+        best = best if isinstance(best, list) else [best]  # saved by the first version: the first rate only
+        print(f"resuming at step {start} (best success so far {best})", flush=True)
+    # Seeded by the start step: a resumed run draws a new order rather than replaying the first batches.
+    rng, order, losses, train_s = random.Random(start), [], [], 0.0
+    for step in range(start + 1, start + args.steps + 1):
         started = time.perf_counter()
         model.train()
         if len(order) < args.batch:
@@ -159,10 +208,13 @@ def main() -> None:
         train_s += time.perf_counter() - started
         if step % 20 == 0:
             print(f"step {step} loss {sum(losses[-20:]) / 20:.3f} train {train_s:.0f}s", flush=True)
-        if step % args.eval_every == 0 or step == args.steps:
-            started = time.perf_counter()
-            results = score(model.eval(), tokenizer, args.heldout, args)
-            report(step, results, types, tokenizer, time.perf_counter() - started)
+        if step % args.eval_every == 0 or step == start + args.steps:
+            success = evaluate(model, tokenizer, step, types, args)
+            if args.save is not None:
+                if success > best:  # lists: the first temperature's rate, then the next one's on a tie
+                    best = success
+                    save(args.save / "best", model, tokenizer, optimizer, step, best)
+                save(args.save / "last", model, tokenizer, optimizer, step, best)
 
 
 if __name__ == "__main__":
