@@ -44,6 +44,24 @@ def test_an_unknown_pretokenizer_is_refused() -> None:
         TinyModelSpec(pretokenizer="chars")
 
 
+def test_heads_that_do_not_divide_the_model_are_refused_and_more_heads_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ValueError, match="3 attention heads .* do not divide hidden size 64"):
+        TinyModelSpec(num_attention_heads=3)
+    with pytest.raises(ValueError, match="key/value heads"):
+        TinyModelSpec(num_attention_heads=8, num_key_value_heads=3)
+    from transformers import AutoConfig
+
+    from agentrl_trainer.tiny import build_tiny_model
+
+    monkeypatch.setenv("AGENTRL_CACHE_DIR", str(tmp_path))
+    path = build_tiny_model(CORPUS, TinyModelSpec(vocab_size=300, num_attention_heads=8, num_key_value_heads=4))
+    config = AutoConfig.from_pretrained(path)
+    assert (config.num_attention_heads, config.num_key_value_heads) == (8, 4)
+    assert path != build_tiny_model(CORPUS, TinyModelSpec(vocab_size=300))  # the heads are part of the cache key
+
+
 def test_the_default_pretokenizer_keeps_the_cache_keys_of_models_built_before_the_option() -> None:
     from dataclasses import asdict
 

@@ -44,6 +44,12 @@ class ModelArguments:
     tiny_vocab_size: int = field(default=1024, metadata={"help": "tiny: tokenizer vocabulary size."})
     tiny_hidden_size: int = field(default=64, metadata={"help": "tiny: hidden size."})
     tiny_num_layers: int = field(default=2, metadata={"help": "tiny: decoder layers."})
+    tiny_num_heads: int = field(
+        default=4,
+        metadata={
+            "help": "tiny: attention heads per layer (half as many key/value heads); must divide the hidden size."
+        },
+    )
     tiny_corpus_samples: int = field(
         default=60, metadata={"help": "tiny: samples per task whose text trains the tokenizer."}
     )
@@ -115,6 +121,8 @@ def prepare_model(model_args: ModelArguments, config: Any) -> tuple[str, Any]:
             hidden_size=model_args.tiny_hidden_size,
             intermediate_size=2 * model_args.tiny_hidden_size,
             num_hidden_layers=model_args.tiny_num_layers,
+            num_attention_heads=model_args.tiny_num_heads,
+            num_key_value_heads=max(1, model_args.tiny_num_heads // 2),
             seed=config.seed,
             pretokenizer=model_args.tiny_pretokenizer,
         )

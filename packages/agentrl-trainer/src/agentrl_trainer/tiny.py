@@ -45,9 +45,15 @@ class TinyModelSpec:
     (every space and punctuation mark is its own piece, so a word is the same tokens wherever it stands)."""
 
     def __post_init__(self) -> None:
-        """Check the pre-tokenizer's name."""
+        """Check the pre-tokenizer's name and that the heads divide the model."""
         if self.pretokenizer not in PRETOKENIZERS:
             raise ValueError(f"pretokenizer must be one of {PRETOKENIZERS}, got {self.pretokenizer!r}.")
+        heads, kv_heads = self.num_attention_heads, self.num_key_value_heads
+        if heads < 1 or self.hidden_size % heads or kv_heads < 1 or heads % kv_heads:
+            raise ValueError(
+                f"{heads} attention heads ({kv_heads} key/value heads) do not divide hidden size {self.hidden_size}: "
+                "the hidden size must be a multiple of the heads, and the heads of the key/value heads."
+            )
 
 
 def _chat_template() -> str:
