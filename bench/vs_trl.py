@@ -473,7 +473,8 @@ def main() -> None:
     parser.add_argument("--warm-lr", type=float, default=3e-3, help="SFT learning rate (linear decay)")
     parser.add_argument("--hidden", type=int, default=64, help="tiny model: hidden size (intermediate: twice it)")
     parser.add_argument("--layers", type=int, default=2, help="tiny model: layers")
-    parser.add_argument("--vocab", type=int, default=1024, help="tiny model: byte-level BPE vocabulary")
+    parser.add_argument("--vocab", type=int, default=1024, help="tiny model: BPE vocabulary")
+    parser.add_argument("--pretokenizer", default="bytelevel", help="tiny model: bytelevel or words (tiny.py)")
     parser.add_argument("--warm-only", action="store_true", help="warm start and its tool-call check, no trainers")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -488,7 +489,7 @@ def main() -> None:
     tasks = args.tasks.split(",")
     corpus = task_corpus(lambda t, s: agentrl_envs.make(t, split=s, **TASKS[t]).unwrapped, tasks, "dev", max_samples=8)
     size = {"hidden_size": args.hidden, "intermediate_size": 2 * args.hidden, "num_hidden_layers": args.layers}
-    spec = TinyModelSpec(vocab_size=args.vocab, seed=args.seed, **size)
+    spec = TinyModelSpec(vocab_size=args.vocab, seed=args.seed, pretokenizer=args.pretokenizer, **size)
     base = build_tiny_model(corpus, spec)
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
