@@ -16,9 +16,13 @@ of the steps, and the tokens of model output that went back through the tokenize
 worker re-tokenizes the whole conversation every turn; where it cannot run, the tokens it would re-tokenize on
 the ``agentrl_async`` episodes are given beside (its ``retokenized_tokens_whole_conversation``).
 
-Before the trainers run, the tiny model is fine-tuned on a few oracle moves (``--warm-steps``),
-meant to make episodes multi-turn in every trainer (TRL ends an episode at the first answer without a tool call);
-docs/benchmarks.md says how far it gets today.
+Before the trainers run, the tiny model is warmed up by the project's own SFT stage
+(:func:`~agentrl_trainer.sft.warmup.run_sft_warmup`: oracle transcripts of the dev split, rendered through the
+chat template rollouts use, shared-prefix loss; ``--warm-steps``, ``--warm-turns``, ``--warm-lr``), cached under
+``$AGENTRL_CACHE_DIR/sft-warmup`` per settings, so that episodes are multi-turn in every trainer (TRL ends an
+episode at the first answer without a tool call). The share of sampled first turns that parse into a tool call is
+printed after it (``--warm-only`` stops there), and every trainer's parsed tool calls per episode are reported
+(TRL's ``tools/call_frequency``; for AgentRL its trajectories' actions parsed as rollouts parse them).
 
     uv run python bench/vs_trl.py --quick                # one run of each trainer, about 3 minutes on 2 cores
     uv run python bench/vs_trl.py --quick --runs 3       # the figures of docs/benchmarks.md (about 7 minutes)
@@ -47,12 +51,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from trl.chat_template_utils import add_response_schema
 
 import agentrl_envs
 from _envs import StepLatency
-from agentrl_envs.core.oracle import load_oracle
 from agentrl_trainer import AgentRLConfig, AgentRLTrainer
 from agentrl_trainer.corpus import task_corpus
+from agentrl_trainer.rollout.chat import parse_assistant, render_prompt
+from agentrl_trainer.sft.warmup import run_sft_warmup
 from agentrl_trainer.tiny import TinyModelSpec, build_tiny_model, load_tokenizer
 from agentrl_trainer.trl_env import trl_dataset, trl_environment
 
@@ -74,65 +80,74 @@ def env_factory(task: str) -> Callable[..., Any]:
     return make
 
 
-# -- the shared starting point: a tiny model that has seen the tool-call format ---------------------------------
+# -- the shared starting point: a tiny model that calls the tasks' tools ----------------------------------------
 
 
-def oracle_turns(tasks: list[str], samples: int) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
-    """``(conversation so far, tools)`` pairs ending in an oracle move, from the first ``samples`` of each task."""
-    pairs = []
-    for task in tasks:
-        env = agentrl_envs.make(task, split="dev", **TASKS[task]).unwrapped
-        oracle = load_oracle(task, split="dev")
-        try:
-            for index in range(samples):
-                observation, info = env.reset(options={"index": index})
-                conversation = list(observation)
-                oracle.begin(index)
-                for _ in range(4):
-                    action = oracle.act(observation)
-                    pairs.append(([*conversation, action], info["tools"]))
-                    observation, _, terminated, truncated, _ = env.step(action)
-                    conversation += [action, *observation]
-                    if terminated or truncated:
-                        break
-        finally:
-            env.close()
-    return pairs
+def warm_start(base: Path, args: argparse.Namespace, out: Path) -> Any:
+    """The project's SFT warm-up on oracle transcripts of every dev sample (cached per settings); its result.
+
+    :func:`~agentrl_trainer.sft.warmup.run_sft_warmup` renders each transcript through the chat template rollouts
+    use (:func:`~agentrl_trainer.sft.render.render_transcript`, tool-call arguments as the mapping the template
+    expects), trains with the shared-prefix loss and caches the model under ``$AGENTRL_CACHE_DIR/sft-warmup``,
+    keyed by every input: a second invocation with the same settings reuses it.
+    """
+    tasks = args.tasks.split(",")
+    config = AgentRLConfig(
+        output_dir=str(out),
+        tasks=tasks,
+        task_split="dev",
+        env_kwargs={t: TASKS[t] for t in tasks},
+        max_total_tokens=4096,
+        report_to="none",
+        use_cpu=True,
+        seed=args.seed,
+        sft_warmup={
+            "source": "oracle",
+            # The first moves only: the tool-call format is what is learnt, and a row is then the task's prompt
+            # (run once per batch: shared prefix) plus a few short actions, not a 2-4k token conversation.
+            "max_oracle_turns": args.warm_turns,
+            "min_score": 0.0,  # a cut-off KG episode is not scored a success; its moves are still the oracle's
+            "max_steps": args.warm_steps,
+            "learning_rate": args.warm_lr,
+            "per_device_train_batch_size": 8,
+        },
+    )
+    return run_sft_warmup(str(base), load_tokenizer(base), config)
 
 
-def warm_start(model_path: Path, out: Path, tasks: list[str], *, steps: int, seed: int, context: int = 256) -> Path:
-    """SFT on oracle moves (the last assistant message of each pair), saved to ``out``; the trainers' start."""
+def call_check(model_path: Path, args: argparse.Namespace, samples: int = 4) -> dict[str, float]:
+    """Share of first turns, sampled as the trainers sample them, that parse into a tool call, per task.
+
+    Parsed with :func:`~agentrl_trainer.rollout.chat.parse_assistant` (TRL's ``parse_response``, the parser both
+    TRL's ``GRPOTrainer`` and AgentRL's rollouts use): an unparsed answer ends a TRL episode at once.
+    """
     from transformers import AutoModelForCausalLM
 
-    tokenizer = load_tokenizer(model_path)
-    model = AutoModelForCausalLM.from_pretrained(model_path)
-    examples = []
-    for conversation, tools in oracle_turns(tasks, samples=4):
-        kwargs = {"tools": tools, "tokenize": True, "return_dict": False}
-        prompt = tokenizer.apply_chat_template(conversation[:-1], add_generation_prompt=True, **kwargs)
-        full = tokenizer.apply_chat_template(conversation, **kwargs)
-        # The tail only: the move and the context just before it (the tool-call format is local), so that a
-        # step costs a fraction of a full 1-2k token conversation.
-        cut = max(0, len(prompt) - context)
-        examples.append((list(full)[cut:], len(prompt) - cut))
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(steps):
-        batch = [examples[i] for i in torch.randint(len(examples), (8,), generator=generator).tolist()]
-        width = max(len(ids) for ids, _ in batch)
-        ids = torch.full((len(batch), width), tokenizer.pad_token_id)
-        labels = torch.full((len(batch), width), -100)
-        for row, (sequence, start) in enumerate(batch):
-            ids[row, : len(sequence)] = torch.tensor(sequence)
-            labels[row, start : len(sequence)] = torch.tensor(sequence[start:])
-        loss = model(input_ids=ids, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    tokenizer = add_response_schema(load_tokenizer(model_path))
+    model = AutoModelForCausalLM.from_pretrained(model_path).eval()
+    torch.manual_seed(args.seed)
+    shares = {}
+    for task in args.tasks.split(","):
+        env = env_factory(task)()
+        calls = total = 0
+        try:
+            for index in range(args.samples):
+                first, info = env.reset(options={"index": index})
+                prompt = render_prompt(tokenizer, first, info["tools"])
+                with torch.no_grad():
+                    out = model.generate(
+                        torch.tensor([prompt]), do_sample=True, temperature=1.0, max_new_tokens=args.new_tokens,
+                        num_return_sequences=samples, eos_token_id=tokenizer.eos_token_id,
+                        pad_token_id=tokenizer.pad_token_id,
+                    )  # fmt: skip
+                for row in out[:, len(prompt) :].tolist():
+                    ids = row[: row.index(tokenizer.eos_token_id) + 1] if tokenizer.eos_token_id in row else row
+                    calls += bool(parse_assistant(tokenizer, ids, prompt, info["tools"], 0).get("tool_calls"))
+                    total += 1
+        finally:
+            env.close()
+        shares[task] = calls / max(total, 1)
+    return shares
 
 
 # -- measurement helpers ----------------------------------------------------------------------------------------
@@ -191,6 +206,19 @@ def whole_conversation_tokens(trajectories: list[Any]) -> int:
                 last_env = len(segment.token_ids)
             context += len(segment.token_ids)
     return total
+
+
+def calls_per_episode(trajectories: list[Any], tokenizer: Any) -> float:
+    """Mean tool calls per trajectory that parse as the rollouts parse them (TRL's ``tools/call_frequency``)."""
+    calls = 0
+    for trajectory in trajectories:
+        context = list(trajectory.prompt_ids)
+        for number, segment in enumerate(trajectory.segments):
+            if segment.is_action:
+                calls += len(parse_assistant(tokenizer, list(segment.token_ids), context, None, number).get(
+                    "tool_calls") or [])  # fmt: skip
+            context += list(segment.token_ids)
+    return calls / max(len(trajectories), 1)
 
 
 def tail_mean(values: list[float]) -> float:
@@ -256,6 +284,8 @@ def run_trl_sync(model_path: Path, args: argparse.Namespace, out: Path) -> dict[
         "trajectories": trajectories,
         "retokenized_tokens": counter.retokenized_tokens,
         "tokenized_tokens": counter.tokenized_tokens,
+        "calls_per_episode": statistics.mean(e.get("tools/call_frequency", 0.0) for e in logs),
+        # TRL generates again after every turn with a tool call, up to max_tool_calling_iterations.
         "turns_mean": statistics.mean(e.get("tools/call_frequency", 0.0) for e in logs) + 1,
     }
 
@@ -346,6 +376,7 @@ def run_agentrl(mode: str, model_path: Path, args: argparse.Namespace, out: Path
         "retokenized_tokens": counter.retokenized_tokens,
         "tokenized_tokens": counter.tokenized_tokens,
         "turns_mean": statistics.mean(t.turns for t in trained),
+        "calls_per_episode": calls_per_episode(trained, tokenizer),
         "retokenized_tokens_whole_conversation": whole_conversation_tokens(trained),
     }
 
@@ -408,15 +439,16 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def print_table(title: str, results: dict[str, Any]) -> None:
     print(f"\n{title}")
     print(
-        f"{'trainer':14} {'traj/s':>7} {'reward':>7} {'idle':>6} {'turns':>6} {'wall s':>7} {'re-tok':>7} {'load':>5}"
+        f"{'trainer':14} {'traj/s':>7} {'turns/s':>7} {'reward':>7} {'idle':>6} {'turns':>6} {'calls':>6} "
+        f"{'wall s':>7} {'re-tok':>7} {'load':>5}"
     )
     for name, r in results.items():
         if not isinstance(r, dict):
             continue
         print(
             f"{name:14} {r['traj_per_s']:7.3f} {r['turns_per_s']:7.3f} {r['reward']:7.3f} "
-            f"{r['trainer_idle_fraction']:6.1%} {r['turns_mean']:6.2f} {r['wall_s']:7.1f} "
-            f"{r['retokenized_tokens']:7.0f} {r['load_start']:5.1f}"
+            f"{r['trainer_idle_fraction']:6.1%} {r['turns_mean']:6.2f} {r['calls_per_episode']:6.2f} "
+            f"{r['wall_s']:7.1f} {r['retokenized_tokens']:7.0f} {r['load_start']:5.1f}"
         )
 
 
@@ -436,7 +468,14 @@ def main() -> None:
     parser.add_argument("--max-staleness", type=int, default=2)
     parser.add_argument("--scale-s", type=float, default=0.2, help="Pareto scale of the env step latency")
     parser.add_argument("--alpha", type=float, default=1.5, help="Pareto shape (smaller: heavier tail)")
-    parser.add_argument("--warm-steps", type=int, default=80, help="SFT steps on oracle moves before training")
+    parser.add_argument("--warm-steps", type=int, default=200, help="SFT steps on oracle transcripts (batch 8)")
+    parser.add_argument("--warm-turns", type=int, default=2, help="oracle moves per SFT transcript")
+    parser.add_argument("--warm-lr", type=float, default=3e-3, help="SFT learning rate (linear decay)")
+    parser.add_argument("--hidden", type=int, default=64, help="tiny model: hidden size (intermediate: twice it)")
+    parser.add_argument("--layers", type=int, default=2, help="tiny model: layers")
+    parser.add_argument("--vocab", type=int, default=1024, help="tiny model: BPE vocabulary")
+    parser.add_argument("--pretokenizer", default="bytelevel", help="tiny model: bytelevel or words (tiny.py)")
+    parser.add_argument("--warm-only", action="store_true", help="warm start and its tool-call check, no trainers")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.quick:
@@ -449,12 +488,21 @@ def main() -> None:
 
     tasks = args.tasks.split(",")
     corpus = task_corpus(lambda t, s: agentrl_envs.make(t, split=s, **TASKS[t]).unwrapped, tasks, "dev", max_samples=8)
-    base = build_tiny_model(corpus, TinyModelSpec(vocab_size=1024, seed=args.seed))
+    size = {"hidden_size": args.hidden, "intermediate_size": 2 * args.hidden, "num_hidden_layers": args.layers}
+    spec = TinyModelSpec(vocab_size=args.vocab, seed=args.seed, pretokenizer=args.pretokenizer, **size)
+    base = build_tiny_model(corpus, spec)
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
-        started = time.perf_counter()
-        model_path = warm_start(base, Path(tmp) / "warm", tasks, steps=args.warm_steps, seed=args.seed)
-        print(f"warm start: {time.perf_counter() - started:.0f} s", flush=True)
+        warm = warm_start(base, args, Path(tmp) / "warm")
+        model_path = warm.model_path
+        calls = call_check(model_path, args)
+        print(
+            f"warm start: {warm.total_s:.0f} s ({'cached' if warm.reused else f'{warm.transcripts} transcripts'}, "
+            f"final loss {warm.final_loss}); first turns that parse into a tool call: {calls}",
+            flush=True,
+        )
+        if args.warm_only:
+            return
         for run in range(args.runs):
             results = run_once(model_path, args, Path(tmp) / f"run{run}", seed=args.seed + run)
             print_table(f"run {run + 1}/{args.runs}", results)
