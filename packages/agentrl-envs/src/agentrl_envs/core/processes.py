@@ -31,7 +31,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["SharedServer", "pid_alive", "spawn", "spawner_thread", "stop_process"]
+__all__ = ["SharedServer", "pid_alive", "settable_signals", "spawn", "spawner_thread", "stop_process"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -108,11 +108,19 @@ def _die_with(owner: int, death_signal: int) -> None:
         os.kill(os.getpid(), death_signal)
 
 
+def settable_signals() -> frozenset[int]:
+    """The signals a program can handle, ignore or block.
+
+    All but SIGKILL, SIGSTOP and the two real-time signals the C library keeps for itself (32 and 33 on Linux,
+    which whoever started this process may have left ignored: nothing can reset them).
+    """
+    return frozenset(int(s) for s in signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
+
+
 def _reset_signals() -> None:
-    """In a forked child: every signal at its default disposition and none blocked, as in a fresh process."""
-    for number in signal.valid_signals():
-        if number not in (signal.SIGKILL, signal.SIGSTOP):
-            signal.signal(number, signal.SIG_DFL)
+    """In a forked child: every settable signal at its default disposition and none blocked (a fresh process)."""
+    for number in settable_signals():
+        signal.signal(number, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 

@@ -106,6 +106,7 @@ class DockerSandbox(Sandbox):
         self.limits = limits
         self._driver: ShellDriver | None = None
         self._shell_pid = 0
+        self._proc_shows_shell = False
         self._exec_id = ""
         try:
             self._start_shell()
@@ -125,6 +126,8 @@ class DockerSandbox(Sandbox):
         self._driver = ShellDriver(_SocketChannel(raw), what=f"docker sandbox {self.container.short_id} ({self.image})")
         self._driver.setup(timeout=30.0)
         self._shell_pid = int(api.exec_inspect(exec_id)["Pid"])
+        # An engine on this host shows the shell in our /proc; one elsewhere (or in another pid namespace) not.
+        self._proc_shows_shell = Path(f"/proc/{self._shell_pid}").exists()
         self.container.reload()
         self._cgroup = _container_cgroup(int(self.container.attrs["State"]["Pid"]))
         self._init_pid = int(self.container.attrs["State"]["Pid"])
@@ -140,13 +143,15 @@ class DockerSandbox(Sandbox):
         return self._driver is not None and self._shell_pid > 0 and Path(f"/proc/{self._shell_pid}").exists()
 
     def _shell_running(self) -> bool:
-        """Whether the shell runs, asking the engine when ``/proc`` does not show it.
+        """Whether the shell runs, asking the engine only when ``/proc`` cannot show it (a remote engine).
 
         A shell already gone when a script is sent is the sandbox's fault, one that ends while it runs is the
         script's (a :class:`~agentrl_envs.sandboxes.shell.ShellLostError`), so this check must not miss a running shell.
         """
         if self.alive:
             return True
+        if self._proc_shows_shell:
+            return False  # gone from /proc that showed it: the engine may still say "running" for a moment
         try:
             return bool(self.client.api.exec_inspect(self._exec_id).get("Running"))
         except Exception:  # the engine cannot say: take the shell as gone
