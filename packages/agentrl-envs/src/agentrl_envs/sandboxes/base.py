@@ -8,10 +8,11 @@ opens sandboxes of named images. Backends: ``bwrap`` (bubblewrap, embedded defau
 
 from __future__ import annotations
 
+import signal
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-__all__ = ["WORKDIR", "ExecResult", "Limits", "Sandbox", "SandboxBackend", "ShellResult"]
+__all__ = ["KILLED_EXIT_CODES", "WORKDIR", "ExecResult", "Limits", "Sandbox", "SandboxBackend", "ShellResult"]
 
 WORKDIR = "/root"
 """Where the shell and independent processes start (upstream's containers are created with ``WorkingDir: /root``)."""
@@ -38,6 +39,10 @@ class Limits:
             raise ValueError(f"Sandbox limits out of range: {self}")
 
 
+KILLED_EXIT_CODES = (-signal.SIGKILL, 128 + signal.SIGKILL)
+"""How a process that SIGKILL ended exits: seen by its parent, or as a shell, ``bwrap`` or ``timeout`` reports it."""
+
+
 @dataclass(frozen=True)
 class ExecResult:
     """The outcome of an independent process."""
@@ -46,6 +51,11 @@ class ExecResult:
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
+
+    @property
+    def killed(self) -> bool:
+        """Whether SIGKILL ended the process (by the time limit when ``timed_out``, else by something else)."""
+        return self.exit_code in KILLED_EXIT_CODES
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ import logging
 import os
 import secrets
 import select
-import signal
 import socket
 import time
 from collections.abc import Callable
@@ -23,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.errors import BackendUnavailableError, InfraError
-from agentrl_envs.sandboxes.base import WORKDIR, ExecResult, Limits, Sandbox, SandboxBackend, ShellResult
+from agentrl_envs.sandboxes.base import (
+    KILLED_EXIT_CODES,
+    WORKDIR,
+    ExecResult,
+    Limits,
+    Sandbox,
+    SandboxBackend,
+    ShellResult,
+)
 from agentrl_envs.sandboxes.cgroup import Cgroup, CgroupCounters
 from agentrl_envs.sandboxes.shell import ShellChannel, ShellDriver
 
@@ -216,7 +223,7 @@ class DockerSandbox(Sandbox):
             raise InfraError(f"docker sandbox {self.container.short_id}: exec failed: {e}") from e
         # `timeout -s KILL` exits 137 both when it killed the command and when something else did (the OOM
         # killer, the script itself): only the first took the whole limit.
-        timed_out = code == 128 + signal.SIGKILL and time.monotonic() - started >= limit
+        timed_out = code in KILLED_EXIT_CODES and time.monotonic() - started >= limit
         return ExecResult(code, stdout or b"", stderr or b"", timed_out=timed_out)
 
     def settle(self) -> None:

@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import re
-import signal
 from typing import Any
 
 from agentrl_envs.core.env import ToolEnv, Turn
@@ -35,8 +34,6 @@ logger = logging.getLogger(__name__)
 
 _INIT_TIMEOUT_S = 300.0
 """Init scripts have no limit upstream; this one only guards against a hung sandbox."""
-_KILLED = (-signal.SIGKILL, 128 + signal.SIGKILL)
-"""How an exec'd script killed by SIGKILL ends: the process itself, or the shell or ``bwrap`` reporting it."""
 _EXTRA_CALL = "Only the first tool call of a message is executed; this call was ignored."
 _SHELL_LOST = (
     "The shell exited or stopped answering while it ran this script (e.g. `exit`, `exec`, Ctrl-D, or a loop "
@@ -105,7 +102,7 @@ class OSEnv(ToolEnv):
         self.sandbox = self.sandboxes.open(sample.image)
         for number, script in enumerate(sample.init, 1):
             result = self.sandbox.exec(script.argv(), timeout=_INIT_TIMEOUT_S)
-            if result.exit_code in _KILLED and not result.timed_out:
+            if result.killed and not result.timed_out:
                 # Not the script's own failure (no upstream init kills itself): the OOM killer or something
                 # outside took it, so the sandbox is not in the state the task expects; grading the episode
                 # would give a reward for another task than the one described (an empty answer "right").
