@@ -1,5 +1,8 @@
 import asyncio
 import json
+import logging
+import threading
+from typing import Any
 
 import pytest
 from gymnasium.error import ResetNeeded
@@ -235,3 +238,34 @@ def test_hostile_messages_never_raise(action: object) -> None:
     env.reset(options={"index": 0})
     obs, _, _, _, info = env.step(action)
     assert obs and info["status"] == "running" and info["infra_error"] is False
+
+
+def test_a_step_ended_by_a_close_from_another_thread_is_not_logged_as_a_fault(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An owner stopping (the trainer's rollouts, a pool closing) closes envs whose steps still run in worker
+    # threads; the step then fails on state the close released. That is the close's doing, not a fault to report.
+    entered, go_on = threading.Event(), threading.Event()
+
+    class Slow(ToyEnv):
+        def _respond(self, message: Any) -> Any:
+            entered.set()
+            go_on.wait(10)
+            if self.finished:
+                raise AttributeError("'NoneType' object has no attribute 'query'")  # what a released backend raises
+            return super()._respond(message)
+
+    env = Slow()
+    env.reset(options={"index": 0})
+    results: list[Any] = []
+    stepping = threading.Thread(target=lambda: results.append(env.step(call("echo", text="x"))))
+    with caplog.at_level(logging.DEBUG):
+        stepping.start()
+        assert entered.wait(10)
+        env.close()
+        go_on.set()
+        stepping.join(10)
+    *_, truncated, info = results[0]
+    assert info["infra_error"] is True and truncated
+    assert info["error"].startswith("the environment was closed while this step ran (AttributeError")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

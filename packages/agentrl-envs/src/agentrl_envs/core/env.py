@@ -134,6 +134,9 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         self._round = 0
         self._status = SampleStatus.RUNNING
         self._last_info: dict[str, Any] = {}
+        self._closed = False
+        """Set first thing by :meth:`close`: a step that fails because another thread closed the env meanwhile (an
+        owner stopping while a step runs in a worker thread) is the close's doing, not an infrastructure fault."""
 
     @property
     def data(self) -> DataRoot:
@@ -253,10 +256,15 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
         try:
             turn = self._respond(message)
         except Exception as e:  # task boundary: a fault of ours must not look like the agent's failure
-            _log_step_fault(self.task, self._index, e)
+            error = f"{type(e).__name__}: {e}"
+            if self._closed:
+                logger.debug("%s sample %s: step ended by close() in another thread: %s", self.task, self._index, error)
+                error = f"the environment was closed while this step ran ({error})"
+            else:
+                _log_step_fault(self.task, self._index, e)
             turn = Turn(
                 status=SampleStatus.TASK_ERROR,
-                info={"error": f"{type(e).__name__}: {e}", "traceback": "".join(traceback.format_exception(e))},
+                info={"error": error, "traceback": "".join(traceback.format_exception(e))},
             )
             infra_error = True
         status = turn.status
@@ -300,6 +308,7 @@ class ToolEnv(gym.Env[list[Message], Any], ABC):
 
     def close(self) -> None:
         """End any running episode and release its resources."""
+        self._closed = True
         self._end_episode()
         super().close()
 
