@@ -16,13 +16,21 @@ of the steps, and the tokens of model output that went back through the tokenize
 worker re-tokenizes the whole conversation every turn; where it cannot run, the tokens it would re-tokenize on
 the ``agentrl_async`` episodes are given beside (its ``retokenized_tokens_whole_conversation``).
 
-Before the trainers run, the tiny model is warmed up by the project's own SFT stage
-(:func:`~agentrl_trainer.sft.warmup.run_sft_warmup`: oracle transcripts of the dev split, rendered through the
-chat template rollouts use, shared-prefix loss; ``--warm-steps``, ``--warm-turns``, ``--warm-lr``), cached under
-``$AGENTRL_CACHE_DIR/sft-warmup`` per settings, so that episodes are multi-turn in every trainer (TRL ends an
-episode at the first answer without a tool call). The share of sampled first turns that parse into a tool call is
-printed after it (``--warm-only`` stops there), and every trainer's parsed tool calls per episode are reported
-(TRL's ``tools/call_frequency``; for AgentRL its trajectories' actions parsed as rollouts parse them).
+Before the trainers run, a tiny Qwen2 (hidden 128 x 3 layers, ``words`` tokenizer of 3,072: ``--hidden``,
+``--layers``, ``--vocab``, ``--pretokenizer``) is built as ``agentrl-train`` builds one and warmed up by the
+project's own SFT stage (:func:`~agentrl_trainer.sft.warmup.run_sft_warmup`) on oracle transcripts of
+*synthesized training tasks* (``agentrl-envs synth --task db,kg --n 1000 --difficulty 1``, their env's
+``train_file``; synthesis drops near-duplicates of every dev and test sample, so the warm start never sees the dev
+rows the trainers race on): 300 steps of 8 (``--warm-steps``), learning rate 2e-3 held constant after 20 warm-up
+steps (``--warm-lr``), the recipe that taught this model size the tool-call format. Both the synthesized tasks and
+the model are cached under ``$AGENTRL_CACHE_DIR`` (``synth/``, ``sft-warmup/``): a later invocation starts at
+once. The share of sampled first turns that parse into a tool call is printed after it (``--warm-only`` stops
+there); below ``--min-parse`` (0.5) on a task the bench stops, since TRL would end those episodes at the first
+turn and the race would not be like for like. Every trainer's parsed tool calls per episode are reported (TRL's
+``tools/call_frequency``; for AgentRL its trajectories' actions parsed as rollouts parse them), and so are the
+environment steps and their summed latency, and for TRL the time in generation and in tool calls (it calls the
+rollouts' tools one after another). A turn is at most 128 new tokens (``--new-tokens``): a DB statement is up to
+~110 tokens with this tokenizer, so a smaller budget cuts tool calls.
 
     uv run python bench/vs_trl.py --quick                # one run of each trainer, about 3 minutes on 2 cores
     uv run python bench/vs_trl.py --quick --runs 3       # the figures of docs/benchmarks.md (about 7 minutes)
@@ -292,17 +300,10 @@ def run_trl_sync(model_path: Path, args: argparse.Namespace, out: Path) -> dict[
     trainer = GRPOTrainer(
         str(model_path), args=config, train_dataset=dataset, processing_class=tokenizer, environment_factory=factories
     )
-    generate = trainer._generate_and_score_completions
-    idle = [0.0]
-
-    def timed(*a: Any, **k: Any) -> Any:  # a synchronous trainer is idle while it generates
-        start = time.perf_counter()
-        try:
-            return generate(*a, **k)
-        finally:
-            idle[0] += time.perf_counter() - start
-
-    trainer._generate_and_score_completions = timed
+    # Where a synchronous trainer's time goes: rollouts (idle: nothing trains meanwhile), and within them model
+    # generation and the environments' tool calls (TRL calls each rollout's tools in turn).
+    idle, generating = timed(trainer, "_generate_and_score_completions"), timed(trainer, "_generate_single_turn")
+    stepping = [timed(environment, "_call") for environment in factories.values()]
     StepLatency.reseed(args.seed)
     with TokenizerCounter(tokenizer) as counter:
         start = time.perf_counter()
@@ -319,9 +320,28 @@ def run_trl_sync(model_path: Path, args: argparse.Namespace, out: Path) -> dict[
         "retokenized_tokens": counter.retokenized_tokens,
         "tokenized_tokens": counter.tokenized_tokens,
         "calls_per_episode": statistics.mean(e.get("tools/call_frequency", 0.0) for e in logs),
+        "generate_s": generating[0],
+        "tool_calls_s": sum(total[0] for total in stepping),
+        "env_steps": StepLatency.steps,
+        "env_latency_s": StepLatency.slept_s,
         # TRL generates again after every turn with a tool call, up to max_tool_calling_iterations.
         "turns_mean": statistics.mean(e.get("tools/call_frequency", 0.0) for e in logs) + 1,
     }
+
+
+def timed(owner: Any, name: str) -> list[float]:
+    """Wrap ``owner.name`` so that its calls add their wall time to the returned one-item list."""
+    method, total = getattr(owner, name), [0.0]
+
+    def wrapper(*a: Any, **k: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return method(*a, **k)
+        finally:
+            total[0] += time.perf_counter() - start
+
+    setattr(owner, name, wrapper)
+    return total
 
 
 def run_trl_async(model_path: Path, args: argparse.Namespace, out: Path) -> dict[str, Any] | str:
@@ -412,6 +432,8 @@ def run_agentrl(mode: str, model_path: Path, args: argparse.Namespace, out: Path
         "turns_mean": statistics.mean(t.turns for t in trained),
         "calls_per_episode": calls_per_episode(trained, tokenizer),
         "retokenized_tokens_whole_conversation": whole_conversation_tokens(trained),
+        "env_steps": StepLatency.steps,
+        "env_latency_s": StepLatency.slept_s,  # summed over steps that overlap in time
     }
 
 
@@ -471,10 +493,11 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def print_table(title: str, results: dict[str, Any]) -> None:
+    nan = float("nan")  # AgentRL's generation and environment steps overlap: no such split
     print(f"\n{title}")
     print(
         f"{'trainer':14} {'traj/s':>7} {'turns/s':>7} {'reward':>7} {'idle':>6} {'turns':>6} {'calls':>6} "
-        f"{'wall s':>7} {'re-tok':>7} {'load':>5}"
+        f"{'wall s':>7} {'re-tok':>7} {'load':>5} {'steps':>5} {'env s':>6} {'gen s':>6} {'tools s':>7}"
     )
     for name, r in results.items():
         if not isinstance(r, dict):
@@ -482,7 +505,8 @@ def print_table(title: str, results: dict[str, Any]) -> None:
         print(
             f"{name:14} {r['traj_per_s']:7.3f} {r['turns_per_s']:7.3f} {r['reward']:7.3f} "
             f"{r['trainer_idle_fraction']:6.1%} {r['turns_mean']:6.2f} {r['calls_per_episode']:6.2f} "
-            f"{r['wall_s']:7.1f} {r['retokenized_tokens']:7.0f} {r['load_start']:5.1f}"
+            f"{r['wall_s']:7.1f} {r['retokenized_tokens']:7.0f} {r['load_start']:5.1f} {r['env_steps']:5.0f} "
+            f"{r['env_latency_s']:6.1f} {r.get('generate_s', nan):6.1f} {r.get('tool_calls_s', nan):7.1f}"
         )
 
 
