@@ -21,7 +21,7 @@ Before the trainers run, a tiny Qwen2 (hidden 128 x 3 layers, ``words`` tokenize
 project's own SFT stage (:func:`~agentrl_trainer.sft.warmup.run_sft_warmup`) on oracle transcripts of
 *synthesized training tasks* (``agentrl-envs synth --task db,kg --n 1000 --difficulty 1``, their env's
 ``train_file``; synthesis drops near-duplicates of every dev and test sample, so the warm start never sees the dev
-rows the trainers race on): 300 steps of 8 (``--warm-steps``), learning rate 2e-3 held constant after 20 warm-up
+rows the trainers race on): 500 steps of 8 (``--warm-steps``), learning rate 2e-3 held constant after 20 warm-up
 steps (``--warm-lr``), the recipe that taught this model size the tool-call format. Both the synthesized tasks and
 the model are cached under ``$AGENTRL_CACHE_DIR`` (``synth/``, ``sft-warmup/``): a later invocation starts at
 once. The share of sampled first turns that parse into a tool call is printed after it (``--warm-only`` stops
@@ -529,7 +529,7 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=1.5, help="Pareto shape (smaller: heavier tail)")
     parser.add_argument("--warm-n", type=int, default=1000, help="synthesized training tasks per task (warm start)")
     parser.add_argument("--warm-difficulty", default="1", help="their levels (agentrl-envs synth --difficulty)")
-    parser.add_argument("--warm-steps", type=int, default=300, help="SFT steps on their transcripts (batch 8)")
+    parser.add_argument("--warm-steps", type=int, default=500, help="SFT steps on their transcripts (batch 8)")
     parser.add_argument("--warm-lr", type=float, default=2e-3, help="SFT learning rate (constant after 20 steps)")
     parser.add_argument("--min-parse", type=float, default=0.5, help="least share of first turns that parse")
     parser.add_argument("--hidden", type=int, default=128, help="tiny model: hidden size (intermediate: twice it)")
