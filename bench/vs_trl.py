@@ -35,10 +35,10 @@ rollouts' tools one after another). A turn is at most 128 new tokens (``--new-to
     uv run python bench/vs_trl.py --quick --warm-only    # the warm start alone (cold: ~11 minutes on 2 cores)
     uv run python bench/vs_trl.py --quick                # one run of each trainer, about 3 minutes once warm
     uv run python bench/vs_trl.py --quick --runs 3       # the figures of docs/benchmarks.md (about 9 minutes)
+    uv run python bench/vs_trl.py                        # default sizes: 6 steps of 4 groups of 4, 3 runs
 
 Run it with ``OMP_NUM_THREADS=1`` on a shared machine: torch's default threads oversubscribe a busy core (TRL's
 first step took 34.5 s instead of 9.6 s beside another job).
-    uv run python bench/vs_trl.py                        # default sizes: 6 steps of 4 groups of 4, 3 runs
 
 Prints a table per run, the medians, and, last, one JSON line:
 ``{"trl_sync": {"traj_per_s": .., "reward": ..}, "trl_async": ... or null, "agentrl_sync": ..., "agentrl_async":
