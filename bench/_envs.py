@@ -70,15 +70,22 @@ class StepLatency:
     cap_s = 4.0
     _rng = random.Random(0)
     _lock = threading.Lock()
+    slept_s = 0.0
+    """Sum of the delays since the last ``reseed`` (over every instance; concurrent steps overlap in time)."""
+    steps = 0
+    """Steps since the last ``reseed``."""
 
     @classmethod
     def reseed(cls, seed: int) -> None:
-        """Make the delay sequence repeatable (one generator shared by every instance)."""
+        """Make the delay sequence repeatable (one generator shared by every instance); zero the counters."""
         StepLatency._rng = random.Random(seed)
+        StepLatency.slept_s, StepLatency.steps = 0.0, 0
 
     def _respond(self, message: AssistantMessage) -> Turn:
         with StepLatency._lock:
             delay = min(self.cap_s, self.scale_s * StepLatency._rng.paretovariate(self.alpha))
+            StepLatency.slept_s += delay
+            StepLatency.steps += 1
         time.sleep(delay)
         return super()._respond(message)  # type: ignore[misc]
 

@@ -16,17 +16,29 @@ of the steps, and the tokens of model output that went back through the tokenize
 worker re-tokenizes the whole conversation every turn; where it cannot run, the tokens it would re-tokenize on
 the ``agentrl_async`` episodes are given beside (its ``retokenized_tokens_whole_conversation``).
 
-Before the trainers run, the tiny model is warmed up by the project's own SFT stage
-(:func:`~agentrl_trainer.sft.warmup.run_sft_warmup`: oracle transcripts of the dev split, rendered through the
-chat template rollouts use, shared-prefix loss; ``--warm-steps``, ``--warm-turns``, ``--warm-lr``), cached under
-``$AGENTRL_CACHE_DIR/sft-warmup`` per settings, so that episodes are multi-turn in every trainer (TRL ends an
-episode at the first answer without a tool call). The share of sampled first turns that parse into a tool call is
-printed after it (``--warm-only`` stops there), and every trainer's parsed tool calls per episode are reported
-(TRL's ``tools/call_frequency``; for AgentRL its trajectories' actions parsed as rollouts parse them).
+Before the trainers run, a tiny Qwen2 (hidden 128 x 3 layers, ``words`` tokenizer of 3,072: ``--hidden``,
+``--layers``, ``--vocab``, ``--pretokenizer``) is built as ``agentrl-train`` builds one and warmed up by the
+project's own SFT stage (:func:`~agentrl_trainer.sft.warmup.run_sft_warmup`) on oracle transcripts of
+*synthesized training tasks* (``agentrl-envs synth --task db,kg --n 1000 --difficulty 1``, their env's
+``train_file``; synthesis drops near-duplicates of every dev and test sample, so the warm start never sees the dev
+rows the trainers race on): 500 steps of 8 (``--warm-steps``), learning rate 2e-3 held constant after 20 warm-up
+steps (``--warm-lr``), the recipe that taught this model size the tool-call format. Both the synthesized tasks and
+the model are cached under ``$AGENTRL_CACHE_DIR`` (``synth/``, ``sft-warmup/``): a later invocation starts at
+once. The share of sampled first turns that parse into a tool call is printed after it (``--warm-only`` stops
+there); below ``--min-parse`` (0.5) on a task the bench stops, since TRL would end those episodes at the first
+turn and the race would not be like for like. Every trainer's parsed tool calls per episode are reported (TRL's
+``tools/call_frequency``; for AgentRL its trajectories' actions parsed as rollouts parse them), and so are the
+environment steps and their summed latency, and for TRL the time in generation and in tool calls (it calls the
+rollouts' tools one after another). A turn is at most 128 new tokens (``--new-tokens``): a DB statement is up to
+~110 tokens with this tokenizer, so a smaller budget cuts tool calls.
 
-    uv run python bench/vs_trl.py --quick                # one run of each trainer, about 3 minutes on 2 cores
-    uv run python bench/vs_trl.py --quick --runs 3       # the figures of docs/benchmarks.md (about 7 minutes)
+    uv run python bench/vs_trl.py --quick --warm-only    # the warm start alone (cold: ~11 minutes on 2 cores)
+    uv run python bench/vs_trl.py --quick                # one run of each trainer, about 3 minutes once warm
+    uv run python bench/vs_trl.py --quick --runs 3       # the figures of docs/benchmarks.md (about 9 minutes)
     uv run python bench/vs_trl.py                        # default sizes: 6 steps of 4 groups of 4, 3 runs
+
+Run it with ``OMP_NUM_THREADS=1`` on a shared machine: torch's default threads oversubscribe a busy core (TRL's
+first step took 34.5 s instead of 9.6 s beside another job).
 
 Prints a table per run, the medians, and, last, one JSON line:
 ``{"trl_sync": {"traj_per_s": .., "reward": ..}, "trl_async": ... or null, "agentrl_sync": ..., "agentrl_async":
@@ -42,6 +54,8 @@ import logging
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -55,11 +69,12 @@ from trl.chat_template_utils import add_response_schema
 
 import agentrl_envs
 from _envs import StepLatency
+from agentrl_envs.core import resolve_cache_dir
 from agentrl_trainer import AgentRLConfig, AgentRLTrainer
-from agentrl_trainer.corpus import task_corpus
+from agentrl_trainer.cli import ModelArguments, prepare_model
 from agentrl_trainer.rollout.chat import parse_assistant, render_prompt
 from agentrl_trainer.sft.warmup import run_sft_warmup
-from agentrl_trainer.tiny import TinyModelSpec, build_tiny_model, load_tokenizer
+from agentrl_trainer.tiny import load_tokenizer
 from agentrl_trainer.trl_env import trl_dataset, trl_environment
 
 TASKS = {"db": {"backend": "sqlite"}, "kg": {}}
@@ -83,36 +98,67 @@ def env_factory(task: str) -> Callable[..., Any]:
 # -- the shared starting point: a tiny model that calls the tasks' tools ----------------------------------------
 
 
-def warm_start(base: Path, args: argparse.Namespace, out: Path) -> Any:
-    """The project's SFT warm-up on oracle transcripts of every dev sample (cached per settings); its result.
+def warm_tasks(args: argparse.Namespace) -> dict[str, Path]:
+    """Synthesized training tasks for the warm start, ``task -> train_file`` (``agentrl-envs synth``, cached).
 
-    :func:`~agentrl_trainer.sft.warmup.run_sft_warmup` renders each transcript through the chat template rollouts
-    use (:func:`~agentrl_trainer.sft.render.render_transcript`, tool-call arguments as the mapping the template
-    expects), trains with the shared-prefix loss and caches the model under ``$AGENTRL_CACHE_DIR/sft-warmup``,
-    keyed by every input: a second invocation with the same settings reuses it.
+    Synthesis drops near-duplicates of every dev and test sample (docs/synth.md), so the warm start never sees
+    the dev rows the trainers then race on.
+    """
+    out = resolve_cache_dir() / "synth" / f"vs_trl-n{args.warm_n}-seed{args.seed}-d{args.warm_difficulty}"
+    files = {task: out / f"{task}{'.jsonl' if task == 'db' else '.json'}" for task in args.tasks.split(",")}
+    missing = [task for task, path in files.items() if not path.is_file()]
+    if missing:
+        subprocess.run(
+            [sys.executable, "-m", "agentrl_envs.cli", "synth", "--task", ",".join(missing), "--n", str(args.warm_n),
+             "--seed", str(args.seed), "--difficulty", args.warm_difficulty, "--out", str(out)],
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+    return files
+
+
+def warm_start(args: argparse.Namespace, out: Path) -> Any:
+    """The tiny model and its SFT warm-up on oracle transcripts of synthesized training tasks (both cached).
+
+    Built as ``agentrl-train`` builds it (:func:`~agentrl_trainer.cli.prepare_model`: the tokenizer's corpus is
+    the training tasks' text and oracle moves), then warmed up by
+    :func:`~agentrl_trainer.sft.warmup.run_sft_warmup`: it renders each transcript through the chat template
+    rollouts use (:func:`~agentrl_trainer.sft.render.render_transcript`), trains with the shared-prefix loss and
+    caches the model under ``$AGENTRL_CACHE_DIR/sft-warmup``, keyed by every input: a second invocation with the
+    same settings reuses it.
     """
     tasks = args.tasks.split(",")
+    files = warm_tasks(args)
     config = AgentRLConfig(
         output_dir=str(out),
         tasks=tasks,
-        task_split="dev",
-        env_kwargs={t: TASKS[t] for t in tasks},
+        task_split="train",
+        env_kwargs={t: {**TASKS[t], "train_file": str(files[t])} for t in tasks},
         max_total_tokens=4096,
         report_to="none",
         use_cpu=True,
         seed=args.seed,
         sft_warmup={
             "source": "oracle",
-            # The first moves only: the tool-call format is what is learnt, and a row is then the task's prompt
-            # (run once per batch: shared prefix) plus a few short actions, not a 2-4k token conversation.
-            "max_oracle_turns": args.warm_turns,
-            "min_score": 0.0,  # a cut-off KG episode is not scored a success; its moves are still the oracle's
+            # DB transcripts run the reference statement, then commit the answer read from its result: every
+            # transcript makes two tool calls, the moves a race episode needs.
+            "oracle_options": {"db": {"show_sql": True}},
+            "max_oracle_turns": args.max_turns,  # what a race episode can play
+            "min_score": 0.0,  # a KG episode cut at max_turns is not scored a success; its moves are the oracle's
             "max_steps": args.warm_steps,
+            # The recipe that taught a 128 x 3 model the format in ~100 steps (docs/benchmarks.md, "Learning on
+            # real DB", e3): a constant rate after 20 warm-up steps; a linear decay did not.
             "learning_rate": args.warm_lr,
+            "lr_scheduler_type": "constant_with_warmup",
+            "warmup_steps": 20,
             "per_device_train_batch_size": 8,
         },
     )
-    return run_sft_warmup(str(base), load_tokenizer(base), config)
+    model = ModelArguments(
+        model_name_or_path="tiny", tiny_vocab_size=args.vocab, tiny_hidden_size=args.hidden,
+        tiny_num_layers=args.layers, tiny_corpus_samples=200, tiny_pretokenizer=args.pretokenizer,
+    )  # fmt: skip
+    base, tokenizer = prepare_model(model, config)
+    return run_sft_warmup(base, tokenizer, config)
 
 
 def call_check(model_path: Path, args: argparse.Namespace, samples: int = 4) -> dict[str, float]:
@@ -258,17 +304,10 @@ def run_trl_sync(model_path: Path, args: argparse.Namespace, out: Path) -> dict[
     trainer = GRPOTrainer(
         str(model_path), args=config, train_dataset=dataset, processing_class=tokenizer, environment_factory=factories
     )
-    generate = trainer._generate_and_score_completions
-    idle = [0.0]
-
-    def timed(*a: Any, **k: Any) -> Any:  # a synchronous trainer is idle while it generates
-        start = time.perf_counter()
-        try:
-            return generate(*a, **k)
-        finally:
-            idle[0] += time.perf_counter() - start
-
-    trainer._generate_and_score_completions = timed
+    # Where a synchronous trainer's time goes: rollouts (idle: nothing trains meanwhile), and within them model
+    # generation and the environments' tool calls (TRL calls each rollout's tools in turn).
+    idle, generating = timed(trainer, "_generate_and_score_completions"), timed(trainer, "_generate_single_turn")
+    stepping = [timed(environment, "_call") for environment in factories.values()]
     StepLatency.reseed(args.seed)
     with TokenizerCounter(tokenizer) as counter:
         start = time.perf_counter()
@@ -285,9 +324,28 @@ def run_trl_sync(model_path: Path, args: argparse.Namespace, out: Path) -> dict[
         "retokenized_tokens": counter.retokenized_tokens,
         "tokenized_tokens": counter.tokenized_tokens,
         "calls_per_episode": statistics.mean(e.get("tools/call_frequency", 0.0) for e in logs),
+        "generate_s": generating[0],
+        "tool_calls_s": sum(total[0] for total in stepping),
+        "env_steps": StepLatency.steps,
+        "env_latency_s": StepLatency.slept_s,
         # TRL generates again after every turn with a tool call, up to max_tool_calling_iterations.
         "turns_mean": statistics.mean(e.get("tools/call_frequency", 0.0) for e in logs) + 1,
     }
+
+
+def timed(owner: Any, name: str) -> list[float]:
+    """Wrap ``owner.name`` so that its calls add their wall time to the returned one-item list."""
+    method, total = getattr(owner, name), [0.0]
+
+    def wrapper(*a: Any, **k: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return method(*a, **k)
+        finally:
+            total[0] += time.perf_counter() - start
+
+    setattr(owner, name, wrapper)
+    return total
 
 
 def run_trl_async(model_path: Path, args: argparse.Namespace, out: Path) -> dict[str, Any] | str:
@@ -378,6 +436,8 @@ def run_agentrl(mode: str, model_path: Path, args: argparse.Namespace, out: Path
         "turns_mean": statistics.mean(t.turns for t in trained),
         "calls_per_episode": calls_per_episode(trained, tokenizer),
         "retokenized_tokens_whole_conversation": whole_conversation_tokens(trained),
+        "env_steps": StepLatency.steps,
+        "env_latency_s": StepLatency.slept_s,  # summed over steps that overlap in time
     }
 
 
@@ -437,10 +497,11 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def print_table(title: str, results: dict[str, Any]) -> None:
+    nan = float("nan")  # AgentRL's generation and environment steps overlap: no such split
     print(f"\n{title}")
     print(
         f"{'trainer':14} {'traj/s':>7} {'turns/s':>7} {'reward':>7} {'idle':>6} {'turns':>6} {'calls':>6} "
-        f"{'wall s':>7} {'re-tok':>7} {'load':>5}"
+        f"{'wall s':>7} {'re-tok':>7} {'load':>5} {'steps':>5} {'env s':>6} {'gen s':>6} {'tools s':>7}"
     )
     for name, r in results.items():
         if not isinstance(r, dict):
@@ -448,7 +509,8 @@ def print_table(title: str, results: dict[str, Any]) -> None:
         print(
             f"{name:14} {r['traj_per_s']:7.3f} {r['turns_per_s']:7.3f} {r['reward']:7.3f} "
             f"{r['trainer_idle_fraction']:6.1%} {r['turns_mean']:6.2f} {r['calls_per_episode']:6.2f} "
-            f"{r['wall_s']:7.1f} {r['retokenized_tokens']:7.0f} {r['load_start']:5.1f}"
+            f"{r['wall_s']:7.1f} {r['retokenized_tokens']:7.0f} {r['load_start']:5.1f} {r['env_steps']:5.0f} "
+            f"{r['env_latency_s']:6.1f} {r.get('generate_s', nan):6.1f} {r.get('tool_calls_s', nan):7.1f}"
         )
 
 
@@ -463,18 +525,21 @@ def main() -> None:
     parser.add_argument("--tasks", default="db,kg")
     parser.add_argument("--trainers", default=",".join(TRAINERS))
     parser.add_argument("--max-turns", type=int, default=4, help="assistant turns per episode")
-    parser.add_argument("--new-tokens", type=int, default=48, help="most new tokens per turn (AgentRL)")
+    # A DB action (an INSERT statement) is up to ~110 tokens with the words tokenizer: 48 cut tool calls.
+    parser.add_argument("--new-tokens", type=int, default=128, help="most new tokens per turn")
     parser.add_argument("--env-tokens", type=int, default=512, help="TRL: completion budget for tool results")
     parser.add_argument("--max-staleness", type=int, default=2)
     parser.add_argument("--scale-s", type=float, default=0.2, help="Pareto scale of the env step latency")
     parser.add_argument("--alpha", type=float, default=1.5, help="Pareto shape (smaller: heavier tail)")
-    parser.add_argument("--warm-steps", type=int, default=200, help="SFT steps on oracle transcripts (batch 8)")
-    parser.add_argument("--warm-turns", type=int, default=2, help="oracle moves per SFT transcript")
-    parser.add_argument("--warm-lr", type=float, default=3e-3, help="SFT learning rate (linear decay)")
-    parser.add_argument("--hidden", type=int, default=64, help="tiny model: hidden size (intermediate: twice it)")
-    parser.add_argument("--layers", type=int, default=2, help="tiny model: layers")
-    parser.add_argument("--vocab", type=int, default=1024, help="tiny model: BPE vocabulary")
-    parser.add_argument("--pretokenizer", default="bytelevel", help="tiny model: bytelevel or words (tiny.py)")
+    parser.add_argument("--warm-n", type=int, default=1000, help="synthesized training tasks per task (warm start)")
+    parser.add_argument("--warm-difficulty", default="1", help="their levels (agentrl-envs synth --difficulty)")
+    parser.add_argument("--warm-steps", type=int, default=500, help="SFT steps on their transcripts (batch 8)")
+    parser.add_argument("--warm-lr", type=float, default=2e-3, help="SFT learning rate (constant after 20 steps)")
+    parser.add_argument("--min-parse", type=float, default=0.5, help="least share of first turns that parse")
+    parser.add_argument("--hidden", type=int, default=128, help="tiny model: hidden size (intermediate: twice it)")
+    parser.add_argument("--layers", type=int, default=3, help="tiny model: layers")
+    parser.add_argument("--vocab", type=int, default=3072, help="tiny model: tokenizer vocabulary")
+    parser.add_argument("--pretokenizer", default="words", help="tiny model: bytelevel or words (tiny.py)")
     parser.add_argument("--warm-only", action="store_true", help="warm start and its tool-call check, no trainers")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -486,14 +551,9 @@ def main() -> None:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     StepLatency.scale_s, StepLatency.alpha = args.scale_s, args.alpha
 
-    tasks = args.tasks.split(",")
-    corpus = task_corpus(lambda t, s: agentrl_envs.make(t, split=s, **TASKS[t]).unwrapped, tasks, "dev", max_samples=8)
-    size = {"hidden_size": args.hidden, "intermediate_size": 2 * args.hidden, "num_hidden_layers": args.layers}
-    spec = TinyModelSpec(vocab_size=args.vocab, seed=args.seed, pretokenizer=args.pretokenizer, **size)
-    base = build_tiny_model(corpus, spec)
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
-        warm = warm_start(base, args, Path(tmp) / "warm")
+        warm = warm_start(args, Path(tmp) / "warm")
         model_path = warm.model_path
         calls = call_check(model_path, args)
         print(
@@ -501,6 +561,14 @@ def main() -> None:
             f"final loss {warm.final_loss}); first turns that parse into a tool call: {calls}",
             flush=True,
         )
+        low = {task: share for task, share in calls.items() if share < args.min_parse}
+        if low and not args.warm_only:
+            raise SystemExit(
+                f"The warm start parses into a tool call in {low} of sampled first turns, below --min-parse "
+                f"{args.min_parse}: TRL would end those episodes at the first turn and the race would not be like "
+                "for like. Warm up longer (--warm-steps), on more tasks (--warm-n), or pass --min-parse 0 to race "
+                "anyway."
+            )
         if args.warm_only:
             return
         for run in range(args.runs):

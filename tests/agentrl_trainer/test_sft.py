@@ -239,6 +239,25 @@ def test_the_warmup_stage_trains_from_a_transcripts_file_and_reuses_its_checkpoi
     assert warmup_key(str(tiny_model_path), tokenizer, config, changed) != first.key
 
 
+def test_the_learning_rate_schedule_is_a_setting_whose_default_keeps_cached_keys(
+    tiny_model_path: Any, tokenizer: Any, tmp_path: Any
+) -> None:
+    from agentrl_trainer import AgentRLConfig
+    from agentrl_trainer.sft.config import SFTWarmupConfig
+    from agentrl_trainer.sft.warmup import _warmup_identity, warmup_key
+
+    config = AgentRLConfig(output_dir=str(tmp_path), tasks=["toy"], report_to="none", sft_warmup={"max_steps": 2})
+    default = SFTWarmupConfig.from_mapping({"max_steps": 2})
+    # Checkpoints cached before the schedule was a setting were keyed without it: the default leaves it out.
+    assert not {"lr_scheduler_type", "warmup_steps"} & set(_warmup_identity(default))
+    constant = SFTWarmupConfig.from_mapping({"max_steps": 2, "lr_scheduler_type": "constant_with_warmup"})
+    assert _warmup_identity(constant)["lr_scheduler_type"] == "constant_with_warmup"
+    keys = {warmup_key(str(tiny_model_path), tokenizer, config, w) for w in (default, constant)}
+    assert len(keys) == 2
+    with pytest.raises(ValueError, match="warmup_steps must be >= 0"):
+        SFTWarmupConfig.from_mapping({"warmup_steps": -1})
+
+
 def test_shared_prefix_loss_and_gradients_equal_the_plain_forward_pass(model: Any, tokenizer: Any) -> None:
     from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 

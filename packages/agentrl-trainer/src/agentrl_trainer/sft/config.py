@@ -45,6 +45,15 @@ class SFTWarmupConfig:
     num_train_epochs: float = field(default=3.0, metadata={"help": "Passes over the transcripts."})
     max_steps: int = field(default=-1, metadata={"help": "Stop after this many optimizer steps (-1: epochs decide)."})
     learning_rate: float = field(default=1.0e-4, metadata={"help": "SFT learning rate."})
+    lr_scheduler_type: str = field(
+        default="linear",
+        metadata={
+            "help": "Learning-rate schedule (a transformers scheduler name): linear decays to 0 over the run; "
+            "constant_with_warmup holds the rate after warmup_steps, which taught a tiny model the tool-call "
+            "format where a decay did not (docs/benchmarks.md)."
+        },
+    )
+    warmup_steps: int = field(default=0, metadata={"help": "Steps of linear learning-rate warm-up from 0."})
     per_device_train_batch_size: int = field(default=4, metadata={"help": "Transcripts per SFT step."})
     share_prefix: bool = field(
         default=True,
@@ -78,6 +87,8 @@ class SFTWarmupConfig:
                 f"sft_warmup.oracle_options must map a task to its oracle's options, e.g. {{db: {{recovery: true}}}}; "
                 f"got {self.oracle_options!r}."
             )
+        if self.warmup_steps < 0:
+            raise ValueError(f"sft_warmup.warmup_steps must be >= 0, got {self.warmup_steps}.")
         if self.num_train_epochs <= 0 and self.max_steps <= 0:
             raise ValueError("sft_warmup needs num_train_epochs > 0 or max_steps > 0.")
 

@@ -76,13 +76,24 @@ def warmup_key(model_path: str, tokenizer: Any, args: Any, warmup: SFTWarmupConf
         "chat_template": getattr(tokenizer, "chat_template", None),
         "vocab": len(tokenizer),
         "source": source,
-        "warmup": {k: v for k, v in asdict(warmup).items() if k != "output_dir"},
+        "warmup": _warmup_identity(warmup),
         "max_length": args.max_total_tokens,
         "seed": args.seed,
         "bf16": bool(args.bf16),
         "render_version": RENDER_VERSION,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+_LATER_KEYS = {"lr_scheduler_type": "linear", "warmup_steps": 0}
+"""Settings added after checkpoints were cached, with the value they had before: they enter the key only when
+set otherwise, so a checkpoint cached before them keeps its key."""
+
+
+def _warmup_identity(warmup: SFTWarmupConfig) -> dict[str, Any]:
+    """The warm-up settings that shape the model (not where it is saved)."""
+    values = {k: v for k, v in asdict(warmup).items() if k != "output_dir"}
+    return {k: v for k, v in values.items() if k not in _LATER_KEYS or v != _LATER_KEYS[k]}
 
 
 def _model_identity(model_path: str) -> Any:
@@ -199,6 +210,8 @@ def _train(
         num_train_epochs=warmup.num_train_epochs,
         max_steps=warmup.max_steps,
         learning_rate=warmup.learning_rate,
+        lr_scheduler_type=warmup.lr_scheduler_type,
+        warmup_steps=warmup.warmup_steps,
         per_device_train_batch_size=warmup.per_device_train_batch_size,
         max_length=args.max_total_tokens,
         seed=args.seed,
