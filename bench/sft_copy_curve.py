@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import collections
 import json
+import logging
 import random
 import shutil
 import time
@@ -157,6 +158,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     args.temperature = args.temperature or [1e-3]
+    logging.basicConfig(format="%(message)s")  # the tiny model's copy pre-training (tiny_copy_pretrain_steps)
+    logging.getLogger("agentrl_trainer.copy_pretrain").setLevel(logging.INFO)
     torch.set_num_threads(args.threads)
     if args.checkpoint is not None:
         path, tokenizer = str(args.checkpoint), load_tokenizer(args.checkpoint)
