@@ -36,7 +36,7 @@ class CopyPretrainSettings:
     """Longest run of tokens to copy (short sequences: ~0.5 s per step at hidden 192, vocabulary 3,072)."""
     spans_per_sequence: int = 2
     """Runs (each followed by its separator and repeat) packed into one training sequence."""
-    learning_rate: float = 1e-2
+    learning_rate: float = 3e-3
     warmup_steps: int = 20
 
 
