@@ -79,6 +79,16 @@ def test_the_stage_is_part_of_the_tiny_models_cache_key_and_changes_its_weights(
     assert not torch.equal(a["model.layers.0.self_attn.q_proj.weight"], b["model.layers.0.self_attn.q_proj.weight"])
 
 
+def test_the_stages_recipe_is_part_of_the_cache_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentrl_trainer import copy_pretrain as module
+    from agentrl_trainer.tiny import _cache_path
+
+    spec = TinyModelSpec(copy_pretrain_steps=10)
+    key = _cache_path(["x"], spec)
+    monkeypatch.setattr(module, "CopyPretrainSettings", lambda: CopyPretrainSettings(learning_rate=1e-4))
+    assert _cache_path(["x"], spec) != key  # a model trained with another recipe is not reused
+
+
 STEPS = 400
 
 

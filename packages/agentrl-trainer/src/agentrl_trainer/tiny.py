@@ -102,6 +102,10 @@ def _cache_path(source: object, spec: TinyModelSpec) -> Path:
         del fields["pretokenizer"]
     if not fields["copy_pretrain_steps"]:  # likewise for models cached before copy pre-training existed
         del fields["copy_pretrain_steps"]
+    else:  # the stage's recipe: a change of its defaults builds a new model
+        from agentrl_trainer.copy_pretrain import CopyPretrainSettings
+
+        fields["copy_pretrain"] = asdict(CopyPretrainSettings())
     key = _digest({"corpus": source, "spec": fields, "template": _chat_template(), "v": 1})
     return resolve_cache_dir() / "tiny-models" / key
 
