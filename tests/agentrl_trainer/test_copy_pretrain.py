@@ -23,25 +23,34 @@ CORPUS = [
     "SELECT `nightly_rate` FROM `Hotel Listings` WHERE `hotel` = 'Hotel River Porto'",
     "INSERT INTO `Library Catalogue` (`title`, `author`, `pages`) VALUES ('Thistle Kettle', 'Ann Rowe', 312)",
 ]
-SETTINGS = CopyPretrainSettings(batch_size=32, min_span=4, max_span=12, spans_per_sequence=2, learning_rate=1e-2)
+SETTINGS = CopyPretrainSettings(
+    batch_size=32, min_span=4, max_span=12, spans_per_sequence=2, max_gap=16, learning_rate=1e-2
+)
 
 
 def test_a_copy_batch_scores_only_the_repeat_after_its_first_token() -> None:
     tokens = list(range(10, 60))
     ids, mask, labels = copy_batch(random.Random(0), tokens, separator=2, pad=0, settings=SETTINGS)
+    gaps = set()
     for row, row_mask, row_labels in zip(ids.tolist(), mask.tolist(), labels.tolist(), strict=True):
         length = sum(row_mask)
         assert row[length:] == [0] * (len(row) - length) and all(row_mask[:length])
         seps = [i for i, t in enumerate(row[:length]) if t == 2]
         assert len(seps) == SETTINGS.spans_per_sequence
         start = 0
-        for sep in seps:  # span SEP span: the labels are the repeat, less its first token
-            span = row[start:sep]
-            assert SETTINGS.min_span <= len(span) <= SETTINGS.max_span
-            assert row[sep + 1 : sep + 1 + len(span)] == span
-            assert row_labels[start : sep + 2] == [-100] * (len(span) + 2)
-            assert row_labels[sep + 2 : sep + 1 + len(span)] == span[1:]
-            start = sep + 1 + len(span)
+        for sep in seps:  # span gap SEP span: the labels are the repeat, less its first token
+            end = sep + 2
+            while end < len(row_labels) and row_labels[end] != -100:
+                end += 1
+            span_length = end - sep - 1
+            span = row[start : start + span_length]
+            assert SETTINGS.min_span <= span_length <= SETTINGS.max_span
+            assert row[sep + 1 : sep + 1 + span_length] == span
+            assert row_labels[start : sep + 2] == [-100] * (sep + 2 - start)
+            assert row_labels[sep + 2 : sep + 1 + span_length] == span[1:]
+            gaps.add(sep - start - span_length)
+            start = sep + 1 + span_length
+    assert min(gaps) >= 0 and max(gaps) <= SETTINGS.max_gap and len(gaps) > 5  # the copy distance varies
 
 
 def test_copy_pretraining_makes_a_fresh_tiny_model_copy_unseen_spans(
@@ -60,8 +69,11 @@ def test_copy_pretraining_makes_a_fresh_tiny_model_copy_unseen_spans(
     before = copy_accuracy(model, held_out)
     losses = copy_pretrain(model, tokenizer, STEPS, seed=0, settings=SETTINGS)
     after = copy_accuracy(model, held_out)
-    assert before < 0.05, before  # chance: about 1 in the vocabulary
-    assert after > 0.2, (before, after, losses[-1])  # random spans: only copying beats chance
+    # Random spans behind a random gap: only finding the span by content beats chance (1 in ~290 tokens). Measured
+    # 0.006 -> 0.040 here (~470 scored tokens: ~19 copied against ~2 by chance; docs/benchmarks.md, "copy
+    # pre-training", has the full-size stage).
+    assert before < 0.015, before
+    assert after > 0.025 and after > 4 * before, (before, after, losses[-1])
 
 
 def test_the_stage_is_part_of_the_tiny_models_cache_key_and_changes_its_weights(

@@ -6,8 +6,10 @@ Copying is what induction heads do (attend to the token after an earlier occurre
 predict it), and they emerge fast on data that can *only* be predicted by copying. This stage trains on such
 sequences: a random run of the tokenizer's own tokens, a separator, then the same run again; the loss is on the
 repeat after its first token (which only says where the run started; the rest follows from the previous
-token's earlier occurrence, what a copy head reads). Runs vary in length so the copy distance varies, and come
-several to a sequence so a head must find the *right* earlier occurrence.
+token's earlier occurrence, what a copy head reads). A random gap of random tokens stands between a run and its
+separator, so the copy distance varies independently of the run's length and only content can find the source
+(see :attr:`CopyPretrainSettings.max_gap`); runs come several to a sequence so a head must find the *right*
+earlier occurrence.
 
 Used by :func:`agentrl_trainer.tiny.build_tiny_model` when ``TinyModelSpec.copy_pretrain_steps`` is set
 (``tiny_copy_pretrain_steps`` in a training config).
@@ -36,6 +38,11 @@ class CopyPretrainSettings:
     """Longest run of tokens to copy (short sequences: ~0.5 s per step at hidden 192, vocabulary 3,072)."""
     spans_per_sequence: int = 2
     """Runs (each followed by its separator and repeat) packed into one training sequence."""
+    max_gap: int = 48
+    """Up to this many random tokens (a random number, not scored) between a run and its separator. Without a gap
+    the repeat is at a fixed offset from the separator and the model learns that offset (a positional copy: it
+    fails when anything stands between a name and its copy, as in a prompt); the gap leaves content (find the
+    previous token's earlier occurrence, read the one after it) as the only way to predict the repeat."""
     learning_rate: float = 3e-3
     warmup_steps: int = 20
 
@@ -49,14 +56,14 @@ def copyable_token_ids(tokenizer: Any) -> list[int]:
 def copy_batch(
     rng: random.Random, tokens: list[int], separator: int, pad: int, settings: CopyPretrainSettings
 ) -> tuple[Any, Any, Any]:
-    """One batch of copy sequences: ``span SEP span`` repeated ``spans_per_sequence`` times per row.
+    """One batch of copy sequences: ``span gap SEP span`` repeated ``spans_per_sequence`` times per row.
 
     Args:
         rng: Source of the draws (seeded by the caller, so a stage is reproducible).
         tokens: Token ids to draw spans from (:func:`copyable_token_ids`).
         separator: Token id between a span and its repeat.
         pad: Token id for right padding (masked out of attention and loss).
-        settings: Batch size and span lengths.
+        settings: Batch size, span lengths and gaps.
 
     Returns:
         ``input_ids``, ``attention_mask`` and ``labels`` (``-100`` except on the repeats after their first
@@ -70,8 +77,9 @@ def copy_batch(
         labels: list[int] = []
         for _ in range(settings.spans_per_sequence):
             span = rng.choices(tokens, k=rng.randint(settings.min_span, settings.max_span))
-            ids += [*span, separator, *span]
-            labels += [-100] * (len(span) + 2) + span[1:]
+            gap = rng.choices(tokens, k=rng.randint(0, settings.max_gap))
+            ids += [*span, *gap, separator, *span]
+            labels += [-100] * (len(span) + len(gap) + 2) + span[1:]
         rows.append((ids, labels))
     width = max(len(ids) for ids, _ in rows)
     input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
