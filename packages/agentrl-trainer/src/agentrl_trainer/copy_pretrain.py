@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,6 +118,7 @@ def copy_pretrain(
     seed: int = 0,
     settings: CopyPretrainSettings | None = None,
     log_every: int = 0,
+    on_log: Callable[[int, Any], None] | None = None,
 ) -> list[float]:
     """Train ``model`` in place for ``steps`` steps on copy sequences drawn from ``tokenizer``'s vocabulary.
 
@@ -128,6 +130,7 @@ def copy_pretrain(
         seed: Seeds the span draws.
         settings: Batch shape and learning rate.
         log_every: Log the mean loss and the copy accuracy every this many steps (0: silent).
+        on_log: Called with the step and the model at each log (e.g. to score it on other copy tasks).
 
     Returns:
         The loss of every step.
@@ -161,5 +164,8 @@ def copy_pretrain(
             mean = sum(losses[-log_every:]) / log_every
             accuracy = _accuracy(output.logits.detach(), labels)
             logger.info("copy pre-training step %d loss %.3f copy accuracy %.3f", step, mean, accuracy)
+            if on_log is not None:
+                on_log(step, model)
+                model.train()
     model.eval()
     return losses
