@@ -12,7 +12,9 @@ temperature 1 tell apart what the model knows from what it samples). ``--save DI
 optimizer state at each scoring to ``DIR/last``, and to ``DIR/best`` when its success rates, compared in the order
 of the temperatures (the next one breaks a tie), are the best so far. ``--checkpoint DIR --steps N`` trains N more
 steps from a saved (or any) checkpoint, resuming its step count and optimizer when it has them; ``--steps 0`` only
-scores (and shows) it, e.g. a cached SFT warm-up.
+scores (and shows) it, e.g. a cached SFT warm-up. ``--set tiny_copy_pretrain_steps=N`` builds the tiny model with
+a copy pre-training stage (:mod:`agentrl_trainer.copy_pretrain`); ``--copy-mix N`` adds N copy sequences to every
+SFT step's loss so the copy circuit is kept.
 
     uv run python bench/sft_copy_curve.py --train runs/learn/synth-train-2000/db.jsonl \\
         --heldout runs/learn/synth-heldout/db.jsonl --set tiny_pretokenizer=words --set tiny_vocab_size=3072 \\
@@ -25,6 +27,7 @@ import argparse
 import asyncio
 import collections
 import json
+import logging
 import random
 import shutil
 import time
@@ -35,6 +38,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from agentrl_trainer.cli import load_config, prepare_model
+from agentrl_trainer.copy_pretrain import CopyPretrainSettings, copy_batch, copyable_token_ids
 from agentrl_trainer.engines.hf import HFEngine
 from agentrl_trainer.envs import make_env_factory
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
@@ -155,8 +159,17 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--copy-mix",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add N copy sequences (agentrl_trainer.copy_pretrain) to each step's loss, to keep the copy circuit",
+    )
     args = parser.parse_args()
     args.temperature = args.temperature or [1e-3]
+    logging.basicConfig(format="%(message)s")  # the tiny model's copy pre-training (tiny_copy_pretrain_steps)
+    logging.getLogger("agentrl_trainer.copy_pretrain").setLevel(logging.INFO)
     torch.set_num_threads(args.threads)
     if args.checkpoint is not None:
         path, tokenizer = str(args.checkpoint), load_tokenizer(args.checkpoint)
@@ -184,6 +197,8 @@ def main() -> None:
         print(f"resuming at step {start} (best success so far {best})", flush=True)
     # Seeded by the start step: a resumed run draws a new order rather than replaying the first batches.
     rng, order, losses, train_s = random.Random(start), [], [], 0.0
+    copy_rng, copy_tokens = random.Random(-1 - start), copyable_token_ids(tokenizer)  # the SFT order stays as without
+    copy_settings = CopyPretrainSettings(batch_size=args.copy_mix)
     for step in range(start + 1, start + args.steps + 1):
         started = time.perf_counter()
         model.train()
@@ -200,6 +215,11 @@ def main() -> None:
         for group in optimizer.param_groups:  # 20 warm-up steps, then constant
             group["lr"] = args.lr * min(1.0, step / 20)
         loss = prefix_shared_loss(model, ids, mask, labels, shared_prefix_length(ids, mask, labels))
+        if args.copy_mix:
+            copy_ids, copy_mask, copy_labels = copy_batch(
+                copy_rng, copy_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id, copy_settings
+            )
+            loss = loss + model(input_ids=copy_ids, attention_mask=copy_mask, labels=copy_labels).loss
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -30,7 +30,9 @@ def test_a_saved_run_resumes_at_its_step_with_its_optimizer_and_keeps_the_best(t
         assert result.returncode == 0, result.stderr[-4000:]
         return result.stdout
 
-    first = run(*tiny, "--steps", "2", "--eval-every", "2")
+    # with a copy pre-training stage and copy rows mixed into the SFT steps (their code paths; the stage's effect
+    # is tests/agentrl_trainer/test_copy_pretrain.py's)
+    first = run(*tiny, "--set", "tiny_copy_pretrain_steps=2", "--copy-mix", "2", "--steps", "2", "--eval-every", "2")
     assert "EVAL step 2 temperature 1 " in first and "EVAL step 2 temperature 0.001 " in first
     state = torch.load(saved / "last" / "train_state.pt")
     assert state["step"] == 2 and state["optimizer"]["state"]  # Adam's moments, not only the weights

@@ -62,15 +62,17 @@ def test_heads_that_do_not_divide_the_model_are_refused_and_more_heads_build(
     assert path != build_tiny_model(CORPUS, TinyModelSpec(vocab_size=300))  # the heads are part of the cache key
 
 
-def test_the_default_pretokenizer_keeps_the_cache_keys_of_models_built_before_the_option() -> None:
+def test_the_default_pretokenizer_and_copy_stage_keep_the_cache_keys_of_models_built_before_the_options() -> None:
     from dataclasses import asdict
 
     from agentrl_trainer.tiny import _cache_path, _chat_template, _digest
 
-    old_spec = {k: v for k, v in asdict(TinyModelSpec()).items() if k != "pretokenizer"}  # the fields before it
+    newer = ("pretokenizer", "copy_pretrain_steps")  # options added since: at their defaults they leave the key
+    old_spec = {k: v for k, v in asdict(TinyModelSpec()).items() if k not in newer}
     old_key = _digest({"corpus": ["x"], "spec": old_spec, "template": _chat_template(), "v": 1})
     assert _cache_path(["x"], TinyModelSpec()).name == old_key
     assert _cache_path(["x"], TinyModelSpec(pretokenizer="words")).name != old_key
+    assert _cache_path(["x"], TinyModelSpec(copy_pretrain_steps=10)).name != old_key
 
 
 def test_the_tokenizer_corpus_has_the_db_oracle_moves_of_a_train_file(tmp_path: Path) -> None:

@@ -61,6 +61,14 @@ class ModelArguments:
             "easier to copy)."
         },
     )
+    tiny_copy_pretrain_steps: int = field(
+        default=0,
+        metadata={
+            "help": "tiny: steps of copy pre-training on synthetic span-repeat sequences before the model is "
+            "saved (agentrl_trainer.copy_pretrain), to install the circuit that copies names from the prompt; "
+            "0: none. Part of the tiny model's cache key."
+        },
+    )
 
 
 def build_parser(
@@ -125,6 +133,7 @@ def prepare_model(model_args: ModelArguments, config: Any) -> tuple[str, Any]:
             num_key_value_heads=max(1, model_args.tiny_num_heads // 2),
             seed=config.seed,
             pretokenizer=model_args.tiny_pretokenizer,
+            copy_pretrain_steps=model_args.tiny_copy_pretrain_steps,
         )
         # Keyed by what the corpus is made from, not its text: some tasks' text differs run to run.
         path = str(build_tiny_model(corpus, spec, identity=corpus_identity(config, model_args.tiny_corpus_samples)))

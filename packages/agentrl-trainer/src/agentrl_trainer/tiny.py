@@ -43,9 +43,15 @@ class TinyModelSpec:
     pretokenizer: str = "bytelevel"
     """How text is cut before BPE: ``bytelevel`` (GPT-2's: a word carries its leading space) or ``words``
     (every space and punctuation mark is its own piece, so a word is the same tokens wherever it stands)."""
+    copy_pretrain_steps: int = 0
+    """Steps of copy pre-training (:mod:`agentrl_trainer.copy_pretrain`) on the freshly built model before it is
+    saved: synthetic sequences only copying predicts, so the model starts with the circuit that copies names
+    from its prompt. 0: none (the random initialisation)."""
 
     def __post_init__(self) -> None:
         """Check the pre-tokenizer's name and that the heads divide the model."""
+        if self.copy_pretrain_steps < 0:
+            raise ValueError(f"copy_pretrain_steps must be 0 (none) or more, got {self.copy_pretrain_steps}.")
         if self.pretokenizer not in PRETOKENIZERS:
             raise ValueError(f"pretokenizer must be one of {PRETOKENIZERS}, got {self.pretokenizer!r}.")
         heads, kv_heads = self.num_attention_heads, self.num_key_value_heads
@@ -94,6 +100,12 @@ def _cache_path(source: object, spec: TinyModelSpec) -> Path:
     fields = asdict(spec)
     if fields["pretokenizer"] == "bytelevel":  # the original layout: models cached before the option keep their key
         del fields["pretokenizer"]
+    if not fields["copy_pretrain_steps"]:  # likewise for models cached before copy pre-training existed
+        del fields["copy_pretrain_steps"]
+    else:  # the stage's recipe: a change of its defaults builds a new model
+        from agentrl_trainer.copy_pretrain import CopyPretrainSettings
+
+        fields["copy_pretrain"] = asdict(CopyPretrainSettings())
     key = _digest({"corpus": source, "spec": fields, "template": _chat_template(), "v": 1})
     return resolve_cache_dir() / "tiny-models" / key
 
@@ -207,6 +219,10 @@ def build_tiny_model(
     model = Qwen2ForCausalLM(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
+    if spec.copy_pretrain_steps:
+        from agentrl_trainer.copy_pretrain import copy_pretrain
+
+        copy_pretrain(model, tokenizer, spec.copy_pretrain_steps, seed=spec.seed, log_every=100)
     model.save_pretrained(tmp)
     tmp.replace(path) if not path.exists() else None
     return path
