@@ -51,3 +51,31 @@ def test_groups_the_trainer_takes_make_room_for_as_many_new_ones(model: Any, tok
         assert _settled(lambda: producer.started_groups) == 7  # 3 taken, 3 started: 4 in flight again
     finally:
         producer.stop()
+
+
+def test_no_group_starts_that_the_rest_of_the_run_could_not_train(model: Any, tokenizer: Any) -> None:
+    """With the run's remaining budget set, the groups in flight never exceed it, whatever the staleness rule allows:
+    rollouts past the last step would be played and thrown away."""
+    engine = HFEngine(model, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    producer = RolloutProducer(
+        rows=(TrainingRow("length", "test", i % 3) for i in itertools.count()),
+        env_factory=lambda task, split: LengthEnv(split=split),
+        sampler=EngineSampler(engine),
+        tokenizer=tokenizer,
+        num_generations=2,
+        limits=EpisodeLimits(max_turns=2, max_new_tokens=4, max_total_tokens=1024),
+        queue_size=20,
+        staleness=StalenessRule(max_staleness=1),
+        groups_per_version=2,  # the staleness rule alone would allow 4 in flight
+    )
+    producer.groups_left = 3  # e.g. the last two steps of a run, the last one taking at most 1
+    producer.start()
+    try:
+        assert _settled(lambda: producer.started_groups) == 3
+        assert len(producer.get_groups(2, 2, timeout_s=120)) == 2
+        producer.groups_left = 1  # what the trainer sets after taking them
+        assert _settled(lambda: producer.started_groups) == 3  # the one in flight is all the last step can take
+        producer.groups_left = None  # no end: the staleness rule alone decides again
+        assert _settled(lambda: producer.started_groups) == 6  # 2 taken, 4 in flight
+    finally:
+        producer.stop()

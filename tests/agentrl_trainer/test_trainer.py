@@ -55,8 +55,12 @@ def test_a_20_step_async_run_learns_something_and_ends_cleanly(
     trainer.train()
     assert trainer.state.global_step == 20
     assert any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
-    assert trainer.producer is not None and trainer.producer.leaked_tasks == 0
+    producer = trainer.producer
+    assert producer is not None and producer.leaked_tasks == 0
     assert set(threading.enumerate()) <= threads_before, "threads left running after train()"
+    # The trainer told the producer where the run ends: no group started that the last step could not take.
+    assert producer.groups_left == 0
+    assert producer.started_groups - producer.stats.dropped_groups <= producer.taken_groups + config.max_groups_per_step
     logs = [e for e in trainer.state.log_history if "env/length/reward" in e]
     assert len(logs) == 20
     assert all(e["rollout/staleness_max"] <= config.max_staleness for e in logs)

@@ -157,6 +157,8 @@ class AgentRLTrainer(GRPOTrainer):
         self.add_callback(_WeightSync(self))
         self.add_callback(_LiveReward(self))
         self.producer: RolloutProducer | None = None
+        self._batches_left: int | None = None
+        """Training batches the run still takes (``max_steps`` times the accumulation steps); ``None``: unbounded."""
         self.sampler: EngineSampler | None = None
         self.staleness_histogram: Counter[int] = Counter()
         self.stale_dropped = 0
@@ -244,12 +246,21 @@ class AgentRLTrainer(GRPOTrainer):
             max_infra_error_rate=args.max_infra_error_rate,
             infra_error_window=args.infra_error_window,
         )
+        self._batches_left = (
+            (args.max_steps - self.state.global_step) * args.gradient_accumulation_steps if args.max_steps > 0 else None
+        )
+        self._update_group_budget()
         # Processes sample different groups; their engines' random streams differ too.
         torch.manual_seed(args.seed + self.state.global_step + 1_000_003 * self.accelerator.process_index)
         self.rollouts_started = time.perf_counter()
         self._last_tick = (self.rollouts_started, 0)
         self.producer.start()
         return self.producer
+
+    def _update_group_budget(self) -> None:
+        """Tell the producer how many groups the run can still take: async rollouts past the last step are waste."""
+        if self.producer is not None and self._batches_left is not None:
+            self.producer.groups_left = max(self._batches_left, 0) * self.config.max_groups_per_step
 
     def _stop_producer(self) -> None:
         if self.producer is not None:
@@ -347,6 +358,9 @@ class AgentRLTrainer(GRPOTrainer):
                 producer.request(missing)
             fetched = producer.get_groups(missing, args.max_groups_per_step - len(groups), args.rollout_timeout_s)
             groups.extend(self._filter_stale(fetched, version))
+        if self._batches_left is not None:
+            self._batches_left -= 1
+            self._update_group_budget()
         idle = time.perf_counter() - started
         if first_step:
             self.first_idle_s = idle

@@ -15,7 +15,8 @@ can still go stale: the trainer drops or down-weights it). This is AReaL's rule 
 ``(v + S + 1) * B`` groups started) counted by the groups the trainer actually took: when a step takes more than
 B (the dynamic batch), as many new groups may start, where counting B per version let the dynamic batch eat the
 lookahead and starved the trainer (docs/benchmarks.md, "Async pays"). Groups dropped before training are not
-counted.
+counted. A run with an end also caps the groups in flight at the most it can still take
+(:attr:`RolloutProducer.groups_left`): near the end of a run no group starts that no step would train.
 
 Environment faults never become rewards: an episode whose environment failed is retried on a fresh
 environment (up to ``max_infra_retries``) or, with ``infra_error_policy="drop_group"`` or once the
@@ -113,6 +114,9 @@ class RolloutProducer:
         self.staleness = staleness
         """The admission half of the staleness rule (async mode); ``None``: admit whenever a slot is free."""
         self.groups_per_version = groups_per_version
+        self.groups_left: int | None = None
+        """Async mode: the most groups the trainer can still take before the run ends (its remaining steps times
+        ``max_groups_per_step``), set by the trainer; no more start than that. ``None``: no end in sight."""
         self.started_groups = 0
         self.taken_groups = 0
         self.stats = ProducerStats()
@@ -251,12 +255,13 @@ class RolloutProducer:
         )
 
     async def _admit(self) -> None:
-        """Wait until a new group cannot go stale before the trainer reaches it (see the module docstring)."""
-        if self.mode != "async" or self.staleness is None:
+        """Wait until a new group cannot go stale before the trainer reaches it, and the run can still train it."""
+        if self.mode != "async":
             return
         while not self._stopping:
             in_flight = self.started_groups - self.taken_groups - self.stats.dropped_groups
-            if self.staleness.admits(in_flight, self.groups_per_version):
+            fresh_enough = self.staleness is None or self.staleness.admits(in_flight, self.groups_per_version)
+            if fresh_enough and (self.groups_left is None or in_flight < self.groups_left):
                 return
             await asyncio.sleep(0.01)
 
