@@ -28,9 +28,8 @@ def _settled(read: Any, timeout_s: float = 60.0) -> int:
     raise AssertionError(f"still changing after {timeout_s}s: {last}")
 
 
-def test_groups_the_trainer_takes_make_room_for_as_many_new_ones(model: Any, tokenizer: Any) -> None:
-    """(S + 1) x B groups in flight at most; a step that takes more than B (the dynamic batch) lets as many start,
-    without waiting for a new policy version."""
+def _producer(model: Any, tokenizer: Any) -> tuple[RolloutProducer, HFEngine]:
+    """Async groups of 2 short episodes, at most (S + 1) x B = 4 in flight by the staleness rule (S = 1, B = 2)."""
     engine = HFEngine(model, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
     producer = RolloutProducer(
         rows=(TrainingRow("length", "test", i % 3) for i in itertools.count()),
@@ -43,6 +42,13 @@ def test_groups_the_trainer_takes_make_room_for_as_many_new_ones(model: Any, tok
         staleness=StalenessRule(max_staleness=1),
         groups_per_version=2,
     )
+    return producer, engine
+
+
+def test_groups_the_trainer_takes_make_room_for_as_many_new_ones(model: Any, tokenizer: Any) -> None:
+    """(S + 1) x B groups in flight at most; a step that takes more than B (the dynamic batch) lets as many start,
+    without waiting for a new policy version."""
+    producer, engine = _producer(model, tokenizer)
     producer.start()
     try:
         assert _settled(lambda: producer.started_groups) == 4  # (S + 1) x B, at version 0
@@ -56,18 +62,7 @@ def test_groups_the_trainer_takes_make_room_for_as_many_new_ones(model: Any, tok
 def test_no_group_starts_that_the_rest_of_the_run_could_not_train(model: Any, tokenizer: Any) -> None:
     """With the run's remaining budget set, the groups in flight never exceed it, whatever the staleness rule allows:
     rollouts past the last step would be played and thrown away."""
-    engine = HFEngine(model, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-    producer = RolloutProducer(
-        rows=(TrainingRow("length", "test", i % 3) for i in itertools.count()),
-        env_factory=lambda task, split: LengthEnv(split=split),
-        sampler=EngineSampler(engine),
-        tokenizer=tokenizer,
-        num_generations=2,
-        limits=EpisodeLimits(max_turns=2, max_new_tokens=4, max_total_tokens=1024),
-        queue_size=20,
-        staleness=StalenessRule(max_staleness=1),
-        groups_per_version=2,  # the staleness rule alone would allow 4 in flight
-    )
+    producer, _ = _producer(model, tokenizer)  # the staleness rule alone would allow 4 in flight
     producer.groups_left = 3  # e.g. the last two steps of a run, the last one taking at most 1
     producer.start()
     try:

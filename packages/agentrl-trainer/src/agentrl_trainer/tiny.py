@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import cast
 
 from agentrl_envs.core import resolve_cache_dir
+from agentrl_trainer.cache_keys import without_later_defaults
 
 __all__ = ["SPECIAL_TOKENS", "TinyModelSpec", "build_tiny_model", "build_tiny_tokenizer"]
 
@@ -96,13 +97,13 @@ def _digest(payload: object) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
+_ADDED_LATER = {"pretokenizer": "bytelevel", "copy_pretrain_steps": 0}
+"""Spec fields added after models were cached, at the value that builds what was built before them."""
+
+
 def _cache_path(source: object, spec: TinyModelSpec) -> Path:
-    fields = asdict(spec)
-    if fields["pretokenizer"] == "bytelevel":  # the original layout: models cached before the option keep their key
-        del fields["pretokenizer"]
-    if not fields["copy_pretrain_steps"]:  # likewise for models cached before copy pre-training existed
-        del fields["copy_pretrain_steps"]
-    else:  # the stage's recipe: a change of its defaults builds a new model
+    fields = without_later_defaults(asdict(spec), _ADDED_LATER)
+    if spec.copy_pretrain_steps:  # the stage's recipe: a change of its defaults builds a new model
         from agentrl_trainer.copy_pretrain import CopyPretrainSettings
 
         fields["copy_pretrain"] = asdict(CopyPretrainSettings())

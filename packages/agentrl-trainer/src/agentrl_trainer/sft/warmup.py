@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agentrl_trainer.cache_keys import without_later_defaults
 from agentrl_trainer.sft.config import SFTWarmupConfig
 from agentrl_trainer.sft.render import render_transcript
 from agentrl_trainer.sft.transcripts import Transcript, kept, read_transcripts, record_oracle, tools_from_env
@@ -85,15 +86,14 @@ def warmup_key(model_path: str, tokenizer: Any, args: Any, warmup: SFTWarmupConf
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-_LATER_KEYS = {"lr_scheduler_type": "linear", "warmup_steps": 0}
-"""Settings added after checkpoints were cached, with the value they had before: they enter the key only when
-set otherwise, so a checkpoint cached before them keeps its key."""
+_ADDED_LATER = {"lr_scheduler_type": "linear", "warmup_steps": 0}
+"""Settings added after checkpoints were cached, at the value they had before (:mod:`agentrl_trainer.cache_keys`)."""
 
 
 def _warmup_identity(warmup: SFTWarmupConfig) -> dict[str, Any]:
     """The warm-up settings that shape the model (not where it is saved)."""
     values = {k: v for k, v in asdict(warmup).items() if k != "output_dir"}
-    return {k: v for k, v in values.items() if k not in _LATER_KEYS or v != _LATER_KEYS[k]}
+    return without_later_defaults(values, _ADDED_LATER)
 
 
 def _model_identity(model_path: str) -> Any:
