@@ -65,6 +65,14 @@ def test_oracle_plays_a_db_episode_through_trl_interface(db_environment: type[TR
     assert tools["execute_sql"](query="SELECT 1") == "The episode has ended; no further tool calls are answered."
 
 
+def test_a_sample_that_cannot_start_is_left_out_of_the_dataset_with_a_warning(caplog: Any) -> None:
+    # DB dev sample 5 has a column named '' (upstream's MySQL refuses it): TRL would fail on it mid-run.
+    with caplog.at_level("WARNING", logger="agentrl_trainer.trl_env"):
+        dataset = trl_dataset(make_db, [4, 5, 6])
+    assert dataset["index"] == [4, 6]
+    assert "sample 5 cannot start" in caplog.text and "Incorrect column name" in caplog.text
+
+
 def test_reset_starts_a_fresh_episode(db_environment: type[TRLEnvironment]) -> None:
     environment = db_environment()
     environment.reset(index=0)

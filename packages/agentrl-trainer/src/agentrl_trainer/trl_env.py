@@ -26,10 +26,15 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from datasets import Dataset
+
+from agentrl_envs.core.errors import InfraError
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["TRLEnvironment", "trl_dataset", "trl_environment"]
 
@@ -117,12 +122,20 @@ def trl_dataset(make_env: Callable[[], Any], indices: Iterable[int], *, environm
         make_env: As for :func:`trl_environment`; each sample is reset once to read its first messages.
         indices: Sample indices of the split.
         environment: The environment's key in a dict ``environment_factory`` (several tasks in one run).
+
+    A sample whose reset fails with an infrastructure error (e.g. DB dev sample 5, a column named ``''`` that
+    MySQL refuses) is left out with a warning naming it: TRL would otherwise fail on it mid-training, at every
+    rollout that draws it.
     """
     env = make_env()
     rows = []
     try:
         for index in indices:
-            messages, _ = env.reset(options={"index": index})
+            try:
+                messages, _ = env.reset(options={"index": index})
+            except InfraError as e:
+                logger.warning("sample %d cannot start (%s); left out of the TRL dataset", index, e)
+                continue
             row: dict[str, Any] = {"prompt": [_chat_message(m) for m in messages], "index": index}
             if environment is not None:
                 row["environment"] = environment
