@@ -7,7 +7,10 @@ Trainers, each training the same warm-started tiny Qwen2 on the real ``db`` (SQL
   (``agentrl_trainer.trl_env``); rollouts by ``transformers`` generate, as TRL does without vLLM.
 * ``trl_async``: TRL's ``trl.experimental.async_grpo.AsyncGRPOTrainer``, built for real; where it cannot run
   the JSON holds ``null`` and the reason its constructor gave.
-* ``agentrl_sync`` / ``agentrl_async``: ``AgentRLTrainer`` with the in-process ``hf`` engine.
+* ``agentrl_sync`` / ``agentrl_async``: ``AgentRLTrainer`` with the in-process ``hf`` engine, or with
+  ``--agentrl-engine hf_process`` its engine process (``transformers`` generate too, in a process of its own, on
+  the cores of ``--engine-cpus``: rollouts then stop competing with training for the trainer's threads; its
+  start-up, like the in-process engine's, is before the run's clock starts).
 
 Every trainer trains ``--steps`` optimizer steps of ``--groups`` GRPO groups of ``--generations`` episodes (the
 async trainer's dynamic batch is pinned to ``--groups`` so all train on the same number of episodes). Reported:
@@ -400,7 +403,8 @@ def run_agentrl(mode: str, model_path: Path, args: argparse.Namespace, out: Path
         max_new_tokens_per_turn=args.new_tokens,
         max_total_tokens=4096,
         unfinished_penalty=0.0,  # TRL has none: rewards stay comparable
-        rollout_engine="hf",
+        rollout_engine=args.agentrl_engine,
+        engine_cpus=[int(core) for core in args.engine_cpus.split(",")] if args.engine_cpus else None,
         learning_rate=1e-4,
         beta=0.0,
         logging_steps=1,
@@ -543,6 +547,8 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=3, help="tiny model: layers")
     parser.add_argument("--vocab", type=int, default=3072, help="tiny model: tokenizer vocabulary")
     parser.add_argument("--pretokenizer", default="words", help="tiny model: bytelevel or words (tiny.py)")
+    parser.add_argument("--agentrl-engine", default="hf", choices=["hf", "hf_process"], help="AgentRL's engine")
+    parser.add_argument("--engine-cpus", default="", help="hf_process: cores of the engine process, e.g. 1")
     parser.add_argument("--warm-only", action="store_true", help="warm start and its tool-call check, no trainers")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
