@@ -42,6 +42,7 @@ from agentrl_trainer.copy_pretrain import CopyPretrainSettings, copy_batch, copy
 from agentrl_trainer.engines.hf import HFEngine
 from agentrl_trainer.envs import make_env_factory
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
+from agentrl_trainer.sft.copy_metric import copy_token_accuracy
 from agentrl_trainer.sft.prefix import prefix_shared_loss, shared_prefix_length
 from agentrl_trainer.sft.render import RenderedTranscript, render_transcript
 from agentrl_trainer.sft.transcripts import record_oracle
@@ -115,8 +116,32 @@ def report(
     return success
 
 
-def evaluate(model: Any, tokenizer: Any, step: int, types: list[str], args: argparse.Namespace) -> list[float]:
-    """Score and report at each ``--temperature``; the success rates in that order."""
+def report_copying(model: Any, tokenizer: Any, step: int, heldout: list[RenderedTranscript]) -> None:
+    """Teacher-forced accuracy on the held-out oracle transcripts' copied tokens vs the rest (no episodes)."""
+    started = time.perf_counter()
+    turn_start = tokenizer.convert_tokens_to_ids("<|im_start|>")
+    result = copy_token_accuracy(model, heldout, turn_start)
+    print(
+        f"COPY step {step} copied-token accuracy {result.copied:.3f} ({result.copied_tokens} tokens) other "
+        f"{result.other:.3f} ({result.other_tokens}) transcripts with every copied token right "
+        f"{result.rows_all_copied:.3f} ({time.perf_counter() - started:.0f}s)",
+        flush=True,
+    )
+
+
+def evaluate(
+    model: Any,
+    tokenizer: Any,
+    step: int,
+    types: list[str],
+    args: argparse.Namespace,
+    heldout: list[RenderedTranscript] | None = None,
+) -> list[float]:
+    """Report copying on ``heldout`` transcripts (when given), score at each ``--temperature``; the success rates."""
+    if heldout:
+        report_copying(model, tokenizer, step, heldout)
+    if not args.n_eval:
+        return [0.0] * len(args.temperature)
     rates = []
     for temperature in args.temperature:
         started = time.perf_counter()
@@ -152,7 +177,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--eval-every", type=int, default=100)
-    parser.add_argument("--n-eval", type=int, default=40)
+    parser.add_argument("--n-eval", type=int, default=40, help="held-out episodes per scoring (0: copying only)")
     parser.add_argument(
         "--temperature", type=float, action="append", help="scoring temperature, repeatable (default 1e-3: ~greedy)"
     )
@@ -179,13 +204,15 @@ def main() -> None:
     model = AutoModelForCausalLM.from_pretrained(path)
     print(f"model {path}: {sum(p.numel() for p in model.parameters())} parameters", flush=True)
     types = [json.loads(line)["type"][0] for line in args.heldout.read_text().splitlines() if line.strip()]
-    rows = transcripts(tokenizer, args.train, json.loads(args.oracle)) if args.steps else []
+    oracle = json.loads(args.oracle)
+    heldout = transcripts(tokenizer, args.heldout, oracle)  # the oracle's held-out transcripts: copying, teacher-forced
+    rows = transcripts(tokenizer, args.train, oracle) if args.steps else []
     if rows:
         mean = sum(len(r.input_ids) for r in rows) / len(rows)
         trained = sum(sum(r.loss_mask) for r in rows) / len(rows)
         print(f"{len(rows)} transcripts, {mean:.0f} tokens each, {trained:.0f} of them trained", flush=True)
     else:
-        evaluate(model, tokenizer, 0, types, args)
+        evaluate(model, tokenizer, 0, types, args, heldout)
         return
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     start, best = 0, [-1.0]
@@ -229,7 +256,7 @@ def main() -> None:
         if step % 20 == 0:
             print(f"step {step} loss {sum(losses[-20:]) / 20:.3f} train {train_s:.0f}s", flush=True)
         if step % args.eval_every == 0 or step == start + args.steps:
-            success = evaluate(model, tokenizer, step, types, args)
+            success = evaluate(model, tokenizer, step, types, args, heldout)
             if args.save is not None:
                 if success > best:  # lists: the first temperature's rate, then the next one's on a tie
                     best = success

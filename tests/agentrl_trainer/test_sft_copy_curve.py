@@ -34,6 +34,7 @@ def test_a_saved_run_resumes_at_its_step_with_its_optimizer_and_keeps_the_best(t
     # is tests/agentrl_trainer/test_copy_pretrain.py's)
     first = run(*tiny, "--set", "tiny_copy_pretrain_steps=2", "--copy-mix", "2", "--steps", "2", "--eval-every", "2")
     assert "EVAL step 2 temperature 1 " in first and "EVAL step 2 temperature 0.001 " in first
+    assert "COPY step 2 copied-token accuracy " in first  # the held-out transcripts' copying, teacher-forced
     state = torch.load(saved / "last" / "train_state.pt")
     assert state["step"] == 2 and state["optimizer"]["state"]  # Adam's moments, not only the weights
     assert (saved / "best" / "model.safetensors").is_file() and (saved / "best" / "tokenizer.json").is_file()
