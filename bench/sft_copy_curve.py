@@ -29,6 +29,7 @@ import collections
 import json
 import logging
 import random
+import re
 import shutil
 import time
 from pathlib import Path
@@ -54,11 +55,52 @@ CONFIG = REPO / "examples" / "configs" / "learn_db.yaml"
 STATE = "train_state.pt"  # beside a saved model: step, best success so far, optimizer state
 
 
-def transcripts(tokenizer: Any, train: Path, oracle: dict[str, Any]) -> list[RenderedTranscript]:
-    """The DB oracle's successful transcripts of ``train``, rendered as the SFT warm-up renders them."""
+def transcripts(
+    tokenizer: Any, train: Path, oracle: dict[str, Any], random_names: float = 0.0, seed: int = 0
+) -> list[RenderedTranscript]:
+    """The DB oracle's successful transcripts of ``train``, rendered as the SFT warm-up renders them.
+
+    ``random_names``: the share of transcripts whose table name, column names and text values are replaced,
+    everywhere after the system prompt, by names made of random word pieces of the vocabulary (see
+    :func:`rename`), so they cannot be learnt by heart, only copied from the prompt.
+    """
     factory = make_env_factory(env_kwargs={"db": {"train_file": str(train)}})
-    played = record_oracle(factory, "db", "train", train_file=str(train), **oracle)
-    return [render_transcript(tokenizer, t.messages, t.tools) for t in played if t.score == 1.0]
+    played = [t for t in record_oracle(factory, "db", "train", train_file=str(train), **oracle) if t.score == 1.0]
+    if random_names:
+        samples = [json.loads(line) for line in train.read_text().splitlines() if line.strip()]
+        rng, pieces = random.Random(seed), word_pieces(tokenizer)
+        for t in played:
+            if rng.random() < random_names:
+                t.messages[1:] = rename(t.messages[1:], samples[t.index], rng, pieces)
+    return [render_transcript(tokenizer, t.messages, t.tools) for t in played]
+
+
+def word_pieces(tokenizer: Any) -> list[str]:
+    """The vocabulary's ordinary tokens that are lower-case words of 3 or more letters."""
+    pieces = (tokenizer.decode([i]) for i in copyable_token_ids(tokenizer))
+    return sorted({p for p in pieces if len(p) >= 3 and p.isascii() and p.isalpha() and p.islower()})
+
+
+def rename(messages: list[dict[str, Any]], sample: dict[str, Any], rng: random.Random, pieces: list[str]) -> list:
+    """``messages`` with the sample's table name, columns and text values replaced by random names, consistently.
+
+    A name is 1 to 3 random word pieces (columns: joined by ``_``, others by a space, capitalised); numbers are
+    kept. Values are the table's cells and the reference statement's string literals (an INSERT's new row).
+    Matches are whole words, the longest first, so a value holding another name is replaced as one.
+    """
+    table = sample["table"]
+    names = {table["table_name"]: "table"} | {h: "column" for h in sample["heads"]}
+    statements = [str(sample.get("sql", {}).get("query", "")), *map(str, sample.get("label", []))]
+    literals = re.findall(r"'([^']*)'", " ".join(statements))  # an INSERT's new row is in its label
+    for value in [*(str(v) for row in table["table_info"]["rows"] for v in row), *literals]:
+        if not re.fullmatch(r"[\d.\s:-]*", value) and value not in names:
+            names[value] = "value"
+    new: dict[str, str] = {}
+    for name, kind in names.items():
+        words = rng.choices(pieces, k=rng.randint(1, 2 if kind == "column" else 3))
+        new[name] = "_".join(words) if kind == "column" else " ".join(w.capitalize() for w in words)
+    pattern = re.compile(r"(?<!\w)(" + "|".join(re.escape(n) for n in sorted(new, key=len, reverse=True)) + r")(?!\w)")
+    return json.loads(pattern.sub(lambda m: new[m.group(1)], json.dumps(messages, ensure_ascii=False)))
 
 
 def score(model: Any, tokenizer: Any, heldout: Path, args: argparse.Namespace, temperature: float) -> list[Trajectory]:
@@ -116,17 +158,18 @@ def report(
     return success
 
 
-def report_copying(model: Any, tokenizer: Any, step: int, heldout: list[RenderedTranscript]) -> None:
-    """Teacher-forced accuracy on the held-out oracle transcripts' copied tokens vs the rest (no episodes)."""
-    started = time.perf_counter()
+def report_copying(model: Any, tokenizer: Any, step: int, heldout: dict[str, list[RenderedTranscript]]) -> None:
+    """Teacher-forced accuracy on held-out oracle transcripts' copied tokens vs the rest (no episodes), per set."""
     turn_start = tokenizer.convert_tokens_to_ids("<|im_start|>")
-    result = copy_token_accuracy(model, heldout, turn_start)
-    print(
-        f"COPY step {step} copied-token accuracy {result.copied:.3f} ({result.copied_tokens} tokens) other "
-        f"{result.other:.3f} ({result.other_tokens}) transcripts with every copied token right "
-        f"{result.rows_all_copied:.3f} ({time.perf_counter() - started:.0f}s)",
-        flush=True,
-    )
+    for name, rows in heldout.items():
+        started = time.perf_counter()
+        result = copy_token_accuracy(model, rows, turn_start)
+        print(
+            f"COPY step {step} {name}: copied-token accuracy {result.copied:.3f} ({result.copied_tokens} tokens) "
+            f"other {result.other:.3f} ({result.other_tokens}) transcripts with every copied token right "
+            f"{result.rows_all_copied:.3f} ({time.perf_counter() - started:.0f}s)",
+            flush=True,
+        )
 
 
 def evaluate(
@@ -135,7 +178,7 @@ def evaluate(
     step: int,
     types: list[str],
     args: argparse.Namespace,
-    heldout: list[RenderedTranscript] | None = None,
+    heldout: dict[str, list[RenderedTranscript]] | None = None,
 ) -> list[float]:
     """Report copying on ``heldout`` transcripts (when given), score at each ``--temperature``; the success rates."""
     if heldout:
@@ -177,6 +220,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--eval-every", type=int, default=100)
+    parser.add_argument(
+        "--copy-every", type=int, default=0, metavar="N", help="also report copying alone every N steps (seconds)"
+    )
     parser.add_argument("--n-eval", type=int, default=40, help="held-out episodes per scoring (0: copying only)")
     parser.add_argument(
         "--temperature", type=float, action="append", help="scoring temperature, repeatable (default 1e-3: ~greedy)"
@@ -190,6 +236,13 @@ def main() -> None:
         default=0,
         metavar="N",
         help="add N copy sequences (agentrl_trainer.copy_pretrain) to each step's loss, to keep the copy circuit",
+    )
+    parser.add_argument(
+        "--random-names",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="share of training transcripts whose table, column and text value names are replaced by random ones",
     )
     args = parser.parse_args()
     args.temperature = args.temperature or [1e-3]
@@ -205,8 +258,12 @@ def main() -> None:
     print(f"model {path}: {sum(p.numel() for p in model.parameters())} parameters", flush=True)
     types = [json.loads(line)["type"][0] for line in args.heldout.read_text().splitlines() if line.strip()]
     oracle = json.loads(args.oracle)
-    heldout = transcripts(tokenizer, args.heldout, oracle)  # the oracle's held-out transcripts: copying, teacher-forced
-    rows = transcripts(tokenizer, args.train, oracle) if args.steps else []
+    # The oracle's held-out transcripts, for copying teacher-forced; renamed, names can only be copied, not recalled.
+    heldout = {
+        "held-out": transcripts(tokenizer, args.heldout, oracle),
+        "held-out, random names": transcripts(tokenizer, args.heldout, oracle, random_names=1.0, seed=1),
+    }
+    rows = transcripts(tokenizer, args.train, oracle, args.random_names) if args.steps else []
     if rows:
         mean = sum(len(r.input_ids) for r in rows) / len(rows)
         trained = sum(sum(r.loss_mask) for r in rows) / len(rows)
@@ -255,6 +312,8 @@ def main() -> None:
         train_s += time.perf_counter() - started
         if step % 20 == 0:
             print(f"step {step} loss {sum(losses[-20:]) / 20:.3f} train {train_s:.0f}s", flush=True)
+        if args.copy_every and step % args.copy_every == 0 and step % args.eval_every:
+            report_copying(model, tokenizer, step, heldout)
         if step % args.eval_every == 0 or step == start + args.steps:
             success = evaluate(model, tokenizer, step, types, args, heldout)
             if args.save is not None:
