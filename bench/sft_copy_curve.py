@@ -43,7 +43,7 @@ from agentrl_trainer.copy_pretrain import CopyPretrainSettings, copy_batch, copy
 from agentrl_trainer.engines.hf import HFEngine
 from agentrl_trainer.envs import make_env_factory
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
-from agentrl_trainer.sft.copy_metric import copy_token_accuracy
+from agentrl_trainer.sft.copy_metric import copy_token_accuracy, shared_prompt_tokens
 from agentrl_trainer.sft.prefix import prefix_shared_loss, shared_prefix_length
 from agentrl_trainer.sft.render import RenderedTranscript, render_transcript
 from agentrl_trainer.sft.transcripts import record_oracle
@@ -55,24 +55,56 @@ CONFIG = REPO / "examples" / "configs" / "learn_db.yaml"
 STATE = "train_state.pt"  # beside a saved model: step, best success so far, optimizer state
 
 
-def transcripts(
-    tokenizer: Any, train: Path, oracle: dict[str, Any], random_names: float = 0.0, seed: int = 0
-) -> list[RenderedTranscript]:
-    """The DB oracle's successful transcripts of ``train``, rendered as the SFT warm-up renders them.
+class Transcripts:
+    """The DB oracle's successful transcripts of a task file, rendered as the SFT warm-up renders them.
 
     ``random_names``: the share of transcripts whose table name, column names and text values are replaced,
     everywhere after the system prompt, by names made of random word pieces of the vocabulary (see
-    :func:`rename`), so they cannot be learnt by heart, only copied from the prompt.
+    :func:`rename`), so they cannot be learnt by heart, only copied from the prompt. :meth:`render` draws new
+    names each time it is called with a new seed (each pass over the data), so no name is seen twice.
     """
-    factory = make_env_factory(env_kwargs={"db": {"train_file": str(train)}})
-    played = [t for t in record_oracle(factory, "db", "train", train_file=str(train), **oracle) if t.score == 1.0]
-    if random_names:
-        samples = [json.loads(line) for line in train.read_text().splitlines() if line.strip()]
-        rng, pieces = random.Random(seed), word_pieces(tokenizer)
-        for t in played:
-            if rng.random() < random_names:
-                t.messages[1:] = rename(t.messages[1:], samples[t.index], rng, pieces)
-    return [render_transcript(tokenizer, t.messages, t.tools) for t in played]
+
+    def __init__(
+        self, tokenizer: Any, tasks: Path, oracle: dict[str, Any], random_names: float = 0.0, short: bool = False
+    ) -> None:
+        """Play the oracle on every task of ``tasks`` (a DB ``train_file``) and keep its successes.
+
+        ``short``: render without the system prompt and tool schemas (~1,050 of the ~1,150 prompt tokens, the
+        same in every task), a diagnosis of whether the long shared prefix is what keeps a model from copying
+        (episodes cannot be scored then: the env's prompt has them).
+        """
+        self.short = short
+        factory = make_env_factory(env_kwargs={"db": {"train_file": str(tasks)}})
+        played = record_oracle(factory, "db", "train", train_file=str(tasks), **oracle)
+        self.played = [t for t in played if t.score == 1.0]
+        self.samples = [json.loads(line) for line in tasks.read_text().splitlines() if line.strip()]
+        self.tokenizer, self.random_names, self.pieces = tokenizer, random_names, word_pieces(tokenizer)
+
+    def render(self, seed: int = 0) -> list[RenderedTranscript]:
+        """Every transcript rendered, a ``random_names`` share of them renamed with names drawn from ``seed``."""
+        rng, rendered = random.Random(seed), []
+        for t in self.played:
+            messages = t.messages
+            if self.random_names and rng.random() < self.random_names:
+                messages = [messages[0], *rename(messages[1:], self.samples[t.index], rng, self.pieces)]
+            if self.short:
+                rendered.append(render_transcript(self.tokenizer, messages[1:], None))
+            else:
+                rendered.append(render_transcript(self.tokenizer, messages, t.tools))
+        return rendered
+
+
+def transcripts(
+    tokenizer: Any, tasks: Path, oracle: dict[str, Any], random_names: float = 0.0, seed: int = 0, short: bool = False
+) -> list[RenderedTranscript]:
+    """:class:`Transcripts` of ``tasks`` rendered once."""
+    return Transcripts(tokenizer, tasks, oracle, random_names, short).render(seed)
+
+
+def system_tokens(tokenizer: Any, tasks: Path, oracle: dict[str, Any]) -> set[int]:
+    """The token ids of the first task's full prompt before its question: the system prompt's and tools'."""
+    first = transcripts(tokenizer, tasks, oracle)[0]
+    return shared_prompt_tokens(first, tokenizer.convert_tokens_to_ids("<|im_start|>"))
 
 
 def word_pieces(tokenizer: Any) -> list[str]:
@@ -158,12 +190,21 @@ def report(
     return success
 
 
-def report_copying(model: Any, tokenizer: Any, step: int, heldout: dict[str, list[RenderedTranscript]]) -> None:
-    """Teacher-forced accuracy on held-out oracle transcripts' copied tokens vs the rest (no episodes), per set."""
+def report_copying(
+    model: Any,
+    tokenizer: Any,
+    step: int,
+    heldout: dict[str, list[RenderedTranscript]],
+    shared: frozenset[int] = frozenset(),
+) -> None:
+    """Teacher-forced accuracy on held-out oracle transcripts' copied tokens vs the rest (no episodes), per set.
+
+    ``shared``: token ids never counted as copied (the system prompt's and tools', under ``--short-prompt``).
+    """
     turn_start = tokenizer.convert_tokens_to_ids("<|im_start|>")
     for name, rows in heldout.items():
         started = time.perf_counter()
-        result = copy_token_accuracy(model, rows, turn_start)
+        result = copy_token_accuracy(model, rows, turn_start, shared=shared)
         print(
             f"COPY step {step} {name}: copied-token accuracy {result.copied:.3f} ({result.copied_tokens} tokens) "
             f"other {result.other:.3f} ({result.other_tokens}) transcripts with every copied token right "
@@ -179,10 +220,11 @@ def evaluate(
     types: list[str],
     args: argparse.Namespace,
     heldout: dict[str, list[RenderedTranscript]] | None = None,
+    shared: frozenset[int] = frozenset(),
 ) -> list[float]:
     """Report copying on ``heldout`` transcripts (when given), score at each ``--temperature``; the success rates."""
     if heldout:
-        report_copying(model, tokenizer, step, heldout)
+        report_copying(model, tokenizer, step, heldout, shared)
     if not args.n_eval:
         return [0.0] * len(args.temperature)
     rates = []
@@ -244,7 +286,14 @@ def main() -> None:
         metavar="P",
         help="share of training transcripts whose table, column and text value names are replaced by random ones",
     )
+    parser.add_argument(
+        "--short-prompt",
+        action="store_true",
+        help="train and measure copying without the system prompt and tools (a diagnosis; needs --n-eval 0)",
+    )
     args = parser.parse_args()
+    if args.short_prompt and args.n_eval:
+        parser.error("--short-prompt trains on prompts the env does not show: pass --n-eval 0 (copying only)")
     args.temperature = args.temperature or [1e-3]
     logging.basicConfig(format="%(message)s")  # the tiny model's copy pre-training (tiny_copy_pretrain_steps)
     logging.getLogger("agentrl_trainer.copy_pretrain").setLevel(logging.INFO)
@@ -259,17 +308,22 @@ def main() -> None:
     types = [json.loads(line)["type"][0] for line in args.heldout.read_text().splitlines() if line.strip()]
     oracle = json.loads(args.oracle)
     # The oracle's held-out transcripts, for copying teacher-forced; renamed, names can only be copied, not recalled.
+    # Under --short-prompt the system prompt's tokens still count as "other": the groups of the full prompt.
+    shared = frozenset(system_tokens(tokenizer, args.heldout, oracle)) if args.short_prompt else frozenset()
     heldout = {
-        "held-out": transcripts(tokenizer, args.heldout, oracle),
-        "held-out, random names": transcripts(tokenizer, args.heldout, oracle, random_names=1.0, seed=1),
+        "held-out": transcripts(tokenizer, args.heldout, oracle, short=args.short_prompt),
+        "held-out, random names": transcripts(
+            tokenizer, args.heldout, oracle, random_names=1.0, seed=1, short=args.short_prompt
+        ),
     }
-    rows = transcripts(tokenizer, args.train, oracle, args.random_names) if args.steps else []
+    train = Transcripts(tokenizer, args.train, oracle, args.random_names, args.short_prompt) if args.steps else None
+    rows, passes = train.render() if train else [], 0
     if rows:
         mean = sum(len(r.input_ids) for r in rows) / len(rows)
         trained = sum(sum(r.loss_mask) for r in rows) / len(rows)
         print(f"{len(rows)} transcripts, {mean:.0f} tokens each, {trained:.0f} of them trained", flush=True)
     else:
-        evaluate(model, tokenizer, 0, types, args, heldout)
+        evaluate(model, tokenizer, 0, types, args, heldout, shared)
         return
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     start, best = 0, [-1.0]
@@ -287,6 +341,9 @@ def main() -> None:
         started = time.perf_counter()
         model.train()
         if len(order) < args.batch:
+            if train is not None and args.random_names and step > start + 1:
+                passes += 1  # a new pass over the data: new random names
+                rows = train.render(seed=start + passes)
             order += rng.sample(range(len(rows)), len(rows))
         batch, order = [rows[i] for i in order[: args.batch]], order[args.batch :]
         width = max(len(r.input_ids) for r in batch)
@@ -313,9 +370,9 @@ def main() -> None:
         if step % 20 == 0:
             print(f"step {step} loss {sum(losses[-20:]) / 20:.3f} train {train_s:.0f}s", flush=True)
         if args.copy_every and step % args.copy_every == 0 and step % args.eval_every:
-            report_copying(model, tokenizer, step, heldout)
+            report_copying(model, tokenizer, step, heldout, shared)
         if step % args.eval_every == 0 or step == start + args.steps:
-            success = evaluate(model, tokenizer, step, types, args, heldout)
+            success = evaluate(model, tokenizer, step, types, args, heldout, shared)
             if args.save is not None:
                 if success > best:  # lists: the first temperature's rate, then the next one's on a tie
                     best = success

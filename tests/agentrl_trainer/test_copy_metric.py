@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from agentrl_trainer.sft.copy_metric import copied_target_mask, copy_token_accuracy
+from agentrl_trainer.sft.copy_metric import copied_target_mask, copy_token_accuracy, shared_prompt_tokens
 from agentrl_trainer.sft.render import RenderedTranscript, render_transcript
 from agentrl_trainer.tiny import build_tiny_tokenizer
 
@@ -73,3 +73,9 @@ def test_on_a_rendered_db_style_transcript_the_names_are_the_copied_tokens() -> 
     copied = tokenizer.decode([t for t, m in zip(rendered.input_ids, mask, strict=True) if m])
     assert "Hotel" in copied and "Listings" in copied and "city" in copied
     assert "SELECT" not in copied and "`" not in copied  # in the system prompt: a model can learn them by heart
+
+
+def test_tokens_shared_by_another_rendering_are_never_copied() -> None:
+    assert shared_prompt_tokens(transcript(), START) == {START, 5, 6, 9}
+    mask = copied_target_mask(transcript(), START, shared=frozenset({8}))
+    assert [i for i, copied in enumerate(mask) if copied] == [10]

@@ -18,7 +18,7 @@ from typing import Any
 
 from agentrl_trainer.sft.render import RenderedTranscript
 
-__all__ = ["CopyTokenAccuracy", "copied_target_mask", "copy_token_accuracy"]
+__all__ = ["CopyTokenAccuracy", "copied_target_mask", "copy_token_accuracy", "shared_prompt_tokens"]
 
 
 @dataclass(frozen=True)
@@ -45,28 +45,41 @@ def _last_user_message(rendered: RenderedTranscript, turn_start: int) -> tuple[i
     return starts[-2], starts[-1]
 
 
-def copied_target_mask(rendered: RenderedTranscript, turn_start: int) -> list[bool]:
+def shared_prompt_tokens(rendered: RenderedTranscript, turn_start: int) -> set[int]:
+    """The token ids before the prompt's last user message (system prompt, tools, earlier turns)."""
+    return set(rendered.input_ids[: _last_user_message(rendered, turn_start)[0]])
+
+
+def copied_target_mask(
+    rendered: RenderedTranscript, turn_start: int, shared: frozenset[int] = frozenset()
+) -> list[bool]:
     """Per token of ``rendered``: whether it is written by the policy and copied from the last user message.
 
     Args:
         rendered: A transcript rendered for SFT (:func:`~agentrl_trainer.sft.render.render_transcript`).
         turn_start: The chat template's turn-start token id (``<|im_start|>`` for Qwen's).
+        shared: Token ids never counted as copied, besides those before the last user message (e.g. a system
+            prompt's when the transcript is rendered without it, so the groups stay those of the full prompt).
 
     Returns:
         One flag per token: trained (``loss_mask``) and its id occurs in the prompt's last user message but not
-        in any token before that message.
+        in any token before that message nor in ``shared``.
 
     Raises:
         ValueError: When the prompt has no user message before its generation prompt.
     """
     start, end = _last_user_message(rendered, turn_start)
-    shared = set(rendered.input_ids[:start])
-    own = set(rendered.input_ids[start:end]) - shared
+    own = set(rendered.input_ids[start:end]) - set(rendered.input_ids[:start]) - shared
     return [bool(m) and t in own for t, m in zip(rendered.input_ids, rendered.loss_mask, strict=True)]
 
 
 def copy_token_accuracy(
-    model: Any, rows: list[RenderedTranscript], turn_start: int, *, batch_size: int = 8
+    model: Any,
+    rows: list[RenderedTranscript],
+    turn_start: int,
+    *,
+    batch_size: int = 8,
+    shared: frozenset[int] = frozenset(),
 ) -> CopyTokenAccuracy:
     """Greedy next-token accuracy of ``model`` on the copied and on the other written tokens of ``rows``.
 
@@ -75,6 +88,7 @@ def copy_token_accuracy(
         rows: Rendered transcripts (held-out ones, for a figure that says whether the model copies).
         turn_start: The chat template's turn-start token id (see :func:`copied_target_mask`).
         batch_size: Transcripts per forward pass.
+        shared: Token ids never counted as copied (see :func:`copied_target_mask`).
 
     Returns:
         The two accuracies (``nan`` for a group with no token) and their token counts.
@@ -97,7 +111,7 @@ def copy_token_accuracy(
         with torch.no_grad():
             predicted = model(input_ids=ids, attention_mask=mask).logits[:, :-1].argmax(-1)
         for i, r in enumerate(batch):
-            copied, missed = copied_target_mask(r, turn_start), 0
+            copied, missed = copied_target_mask(r, turn_start, shared), 0
             for position in range(1, len(r.input_ids)):
                 if r.loss_mask[position]:
                     group, right = copied[position], int(predicted[i, position - 1]) == r.input_ids[position]
