@@ -29,6 +29,7 @@ import collections
 import json
 import logging
 import random
+import re
 import shutil
 import time
 from pathlib import Path
@@ -42,6 +43,7 @@ from agentrl_trainer.copy_pretrain import CopyPretrainSettings, copy_batch, copy
 from agentrl_trainer.engines.hf import HFEngine
 from agentrl_trainer.envs import make_env_factory
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
+from agentrl_trainer.sft.copy_metric import copy_token_accuracy, shared_prompt_tokens
 from agentrl_trainer.sft.prefix import prefix_shared_loss, shared_prefix_length
 from agentrl_trainer.sft.render import RenderedTranscript, render_transcript
 from agentrl_trainer.sft.transcripts import record_oracle
@@ -53,11 +55,84 @@ CONFIG = REPO / "examples" / "configs" / "learn_db.yaml"
 STATE = "train_state.pt"  # beside a saved model: step, best success so far, optimizer state
 
 
-def transcripts(tokenizer: Any, train: Path, oracle: dict[str, Any]) -> list[RenderedTranscript]:
-    """The DB oracle's successful transcripts of ``train``, rendered as the SFT warm-up renders them."""
-    factory = make_env_factory(env_kwargs={"db": {"train_file": str(train)}})
-    played = record_oracle(factory, "db", "train", train_file=str(train), **oracle)
-    return [render_transcript(tokenizer, t.messages, t.tools) for t in played if t.score == 1.0]
+class Transcripts:
+    """The DB oracle's successful transcripts of a task file, rendered as the SFT warm-up renders them.
+
+    ``random_names``: the share of transcripts whose table name, column names and text values are replaced,
+    everywhere after the system prompt, by names made of random word pieces of the vocabulary (see
+    :func:`rename`), so they cannot be learnt by heart, only copied from the prompt. :meth:`render` draws new
+    names each time it is called with a new seed (each pass over the data), so no name is seen twice.
+    """
+
+    def __init__(
+        self, tokenizer: Any, tasks: Path, oracle: dict[str, Any], random_names: float = 0.0, short: bool = False
+    ) -> None:
+        """Play the oracle on every task of ``tasks`` (a DB ``train_file``) and keep its successes.
+
+        ``short``: render without the system prompt and tool schemas (~1,050 of the ~1,150 prompt tokens, the
+        same in every task), a diagnosis of whether the long shared prefix is what keeps a model from copying
+        (episodes cannot be scored then: the env's prompt has them).
+        """
+        self.short = short
+        factory = make_env_factory(env_kwargs={"db": {"train_file": str(tasks)}})
+        played = record_oracle(factory, "db", "train", train_file=str(tasks), **oracle)
+        self.played = [t for t in played if t.score == 1.0]
+        self.samples = [json.loads(line) for line in tasks.read_text().splitlines() if line.strip()]
+        self.tokenizer, self.random_names, self.pieces = tokenizer, random_names, word_pieces(tokenizer)
+
+    def render(self, seed: int = 0) -> list[RenderedTranscript]:
+        """Every transcript rendered, a ``random_names`` share of them renamed with names drawn from ``seed``."""
+        rng, rendered = random.Random(seed), []
+        for t in self.played:
+            messages = t.messages
+            if self.random_names and rng.random() < self.random_names:
+                messages = [messages[0], *rename(messages[1:], self.samples[t.index], rng, self.pieces)]
+            if self.short:
+                rendered.append(render_transcript(self.tokenizer, messages[1:], None))
+            else:
+                rendered.append(render_transcript(self.tokenizer, messages, t.tools))
+        return rendered
+
+
+def transcripts(
+    tokenizer: Any, tasks: Path, oracle: dict[str, Any], random_names: float = 0.0, seed: int = 0, short: bool = False
+) -> list[RenderedTranscript]:
+    """:class:`Transcripts` of ``tasks`` rendered once."""
+    return Transcripts(tokenizer, tasks, oracle, random_names, short).render(seed)
+
+
+def system_tokens(tokenizer: Any, tasks: Path, oracle: dict[str, Any]) -> set[int]:
+    """The token ids of the first task's full prompt before its question: the system prompt's and tools'."""
+    first = transcripts(tokenizer, tasks, oracle)[0]
+    return shared_prompt_tokens(first, tokenizer.convert_tokens_to_ids("<|im_start|>"))
+
+
+def word_pieces(tokenizer: Any) -> list[str]:
+    """The vocabulary's ordinary tokens that are lower-case words of 3 or more letters."""
+    pieces = (tokenizer.decode([i]) for i in copyable_token_ids(tokenizer))
+    return sorted({p for p in pieces if len(p) >= 3 and p.isascii() and p.isalpha() and p.islower()})
+
+
+def rename(messages: list[dict[str, Any]], sample: dict[str, Any], rng: random.Random, pieces: list[str]) -> list:
+    """``messages`` with the sample's table name, columns and text values replaced by random names, consistently.
+
+    A name is 1 to 3 random word pieces (columns: joined by ``_``, others by a space, capitalised); numbers are
+    kept. Values are the table's cells and the reference statement's string literals (an INSERT's new row).
+    Matches are whole words, the longest first, so a value holding another name is replaced as one.
+    """
+    table = sample["table"]
+    names = {table["table_name"]: "table"} | {h: "column" for h in sample["heads"]}
+    statements = [str(sample.get("sql", {}).get("query", "")), *map(str, sample.get("label", []))]
+    literals = re.findall(r"'([^']*)'", " ".join(statements))  # an INSERT's new row is in its label
+    for value in [*(str(v) for row in table["table_info"]["rows"] for v in row), *literals]:
+        if not re.fullmatch(r"[\d.\s:-]*", value) and value not in names:
+            names[value] = "value"
+    new: dict[str, str] = {}
+    for name, kind in names.items():
+        words = rng.choices(pieces, k=rng.randint(1, 2 if kind == "column" else 3))
+        new[name] = "_".join(words) if kind == "column" else " ".join(w.capitalize() for w in words)
+    pattern = re.compile(r"(?<!\w)(" + "|".join(re.escape(n) for n in sorted(new, key=len, reverse=True)) + r")(?!\w)")
+    return json.loads(pattern.sub(lambda m: new[m.group(1)], json.dumps(messages, ensure_ascii=False)))
 
 
 def score(model: Any, tokenizer: Any, heldout: Path, args: argparse.Namespace, temperature: float) -> list[Trajectory]:
@@ -115,8 +190,43 @@ def report(
     return success
 
 
-def evaluate(model: Any, tokenizer: Any, step: int, types: list[str], args: argparse.Namespace) -> list[float]:
-    """Score and report at each ``--temperature``; the success rates in that order."""
+def report_copying(
+    model: Any,
+    tokenizer: Any,
+    step: int,
+    heldout: dict[str, list[RenderedTranscript]],
+    shared: frozenset[int] = frozenset(),
+) -> None:
+    """Teacher-forced accuracy on held-out oracle transcripts' copied tokens vs the rest (no episodes), per set.
+
+    ``shared``: token ids never counted as copied (the system prompt's and tools', under ``--short-prompt``).
+    """
+    turn_start = tokenizer.convert_tokens_to_ids("<|im_start|>")
+    for name, rows in heldout.items():
+        started = time.perf_counter()
+        result = copy_token_accuracy(model, rows, turn_start, shared=shared)
+        print(
+            f"COPY step {step} {name}: copied-token accuracy {result.copied:.3f} ({result.copied_tokens} tokens) "
+            f"other {result.other:.3f} ({result.other_tokens}) transcripts with every copied token right "
+            f"{result.rows_all_copied:.3f} ({time.perf_counter() - started:.0f}s)",
+            flush=True,
+        )
+
+
+def evaluate(
+    model: Any,
+    tokenizer: Any,
+    step: int,
+    types: list[str],
+    args: argparse.Namespace,
+    heldout: dict[str, list[RenderedTranscript]] | None = None,
+    shared: frozenset[int] = frozenset(),
+) -> list[float]:
+    """Report copying on ``heldout`` transcripts (when given), score at each ``--temperature``; the success rates."""
+    if heldout:
+        report_copying(model, tokenizer, step, heldout, shared)
+    if not args.n_eval:
+        return [0.0] * len(args.temperature)
     rates = []
     for temperature in args.temperature:
         started = time.perf_counter()
@@ -152,7 +262,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--eval-every", type=int, default=100)
-    parser.add_argument("--n-eval", type=int, default=40)
+    parser.add_argument(
+        "--copy-every", type=int, default=0, metavar="N", help="also report copying alone every N steps (seconds)"
+    )
+    parser.add_argument("--n-eval", type=int, default=40, help="held-out episodes per scoring (0: copying only)")
     parser.add_argument(
         "--temperature", type=float, action="append", help="scoring temperature, repeatable (default 1e-3: ~greedy)"
     )
@@ -166,7 +279,21 @@ def main() -> None:
         metavar="N",
         help="add N copy sequences (agentrl_trainer.copy_pretrain) to each step's loss, to keep the copy circuit",
     )
+    parser.add_argument(
+        "--random-names",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="share of training transcripts whose table, column and text value names are replaced by random ones",
+    )
+    parser.add_argument(
+        "--short-prompt",
+        action="store_true",
+        help="train and measure copying without the system prompt and tools (a diagnosis; needs --n-eval 0)",
+    )
     args = parser.parse_args()
+    if args.short_prompt and args.n_eval:
+        parser.error("--short-prompt trains on prompts the env does not show: pass --n-eval 0 (copying only)")
     args.temperature = args.temperature or [1e-3]
     logging.basicConfig(format="%(message)s")  # the tiny model's copy pre-training (tiny_copy_pretrain_steps)
     logging.getLogger("agentrl_trainer.copy_pretrain").setLevel(logging.INFO)
@@ -179,13 +306,24 @@ def main() -> None:
     model = AutoModelForCausalLM.from_pretrained(path)
     print(f"model {path}: {sum(p.numel() for p in model.parameters())} parameters", flush=True)
     types = [json.loads(line)["type"][0] for line in args.heldout.read_text().splitlines() if line.strip()]
-    rows = transcripts(tokenizer, args.train, json.loads(args.oracle)) if args.steps else []
+    oracle = json.loads(args.oracle)
+    # The oracle's held-out transcripts, for copying teacher-forced; renamed, names can only be copied, not recalled.
+    # Under --short-prompt the system prompt's tokens still count as "other": the groups of the full prompt.
+    shared = frozenset(system_tokens(tokenizer, args.heldout, oracle)) if args.short_prompt else frozenset()
+    heldout = {
+        "held-out": transcripts(tokenizer, args.heldout, oracle, short=args.short_prompt),
+        "held-out, random names": transcripts(
+            tokenizer, args.heldout, oracle, random_names=1.0, seed=1, short=args.short_prompt
+        ),
+    }
+    train = Transcripts(tokenizer, args.train, oracle, args.random_names, args.short_prompt) if args.steps else None
+    rows, passes = train.render() if train else [], 0
     if rows:
         mean = sum(len(r.input_ids) for r in rows) / len(rows)
         trained = sum(sum(r.loss_mask) for r in rows) / len(rows)
         print(f"{len(rows)} transcripts, {mean:.0f} tokens each, {trained:.0f} of them trained", flush=True)
     else:
-        evaluate(model, tokenizer, 0, types, args)
+        evaluate(model, tokenizer, 0, types, args, heldout, shared)
         return
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     start, best = 0, [-1.0]
@@ -203,6 +341,9 @@ def main() -> None:
         started = time.perf_counter()
         model.train()
         if len(order) < args.batch:
+            if train is not None and args.random_names and step > start + 1:
+                passes += 1  # a new pass over the data: new random names
+                rows = train.render(seed=start + passes)
             order += rng.sample(range(len(rows)), len(rows))
         batch, order = [rows[i] for i in order[: args.batch]], order[args.batch :]
         width = max(len(r.input_ids) for r in batch)
@@ -228,8 +369,10 @@ def main() -> None:
         train_s += time.perf_counter() - started
         if step % 20 == 0:
             print(f"step {step} loss {sum(losses[-20:]) / 20:.3f} train {train_s:.0f}s", flush=True)
+        if args.copy_every and step % args.copy_every == 0 and step % args.eval_every:
+            report_copying(model, tokenizer, step, heldout, shared)
         if step % args.eval_every == 0 or step == start + args.steps:
-            success = evaluate(model, tokenizer, step, types, args)
+            success = evaluate(model, tokenizer, step, types, args, heldout, shared)
             if args.save is not None:
                 if success > best:  # lists: the first temperature's rate, then the next one's on a tie
                     best = success

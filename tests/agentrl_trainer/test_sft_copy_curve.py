@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,8 +35,11 @@ def test_a_saved_run_resumes_at_its_step_with_its_optimizer_and_keeps_the_best(t
 
     # with a copy pre-training stage and copy rows mixed into the SFT steps (their code paths; the stage's effect
     # is tests/agentrl_trainer/test_copy_pretrain.py's)
-    first = run(*tiny, "--set", "tiny_copy_pretrain_steps=2", "--copy-mix", "2", "--steps", "2", "--eval-every", "2")
+    first = run(*tiny, "--set", "tiny_copy_pretrain_steps=2", "--copy-mix", "2", "--random-names", "1", "--steps", "2",
+                "--eval-every", "2")  # fmt: skip
     assert "EVAL step 2 temperature 1 " in first and "EVAL step 2 temperature 0.001 " in first
+    assert "COPY step 2 held-out: copied-token accuracy " in first  # copying, teacher-forced
+    assert "COPY step 2 held-out, random names: copied-token accuracy " in first
     state = torch.load(saved / "last" / "train_state.pt")
     assert state["step"] == 2 and state["optimizer"]["state"]  # Adam's moments, not only the weights
     assert (saved / "best" / "model.safetensors").is_file() and (saved / "best" / "tokenizer.json").is_file()
@@ -46,3 +52,27 @@ def test_a_saved_run_resumes_at_its_step_with_its_optimizer_and_keeps_the_best(t
     last, best = load_file(saved / "last" / "model.safetensors"), load_file(saved / "best" / "model.safetensors")
     assert best_step in (2, 3)
     assert (best_step == 3) == all(torch.equal(last[k], best[k]) for k in last)
+
+
+def test_random_names_replace_table_columns_and_text_values_everywhere_consistently() -> None:
+    sys.path.insert(0, str(REPO / "bench"))
+    from sft_copy_curve import rename
+
+    sample = {
+        "table": {"table_name": "Hotel Listings", "table_info": {"rows": [["Hotel Oasis", "Oslo", "266"]]}},
+        "heads": ["hotel", "city", "rate"],
+        "label": ["INSERT INTO `Hotel Listings` (`hotel`, `city`, `rate`) VALUES ('Hotel Oasis Oslo', 'Rome', '5')"],
+    }
+    messages = [
+        {"role": "user", "content": "The table is Hotel Listings, headers hotel,city,rate. Add 'Hotel Oasis Oslo'."},
+        {"role": "assistant", "tool_calls": [{"function": {"name": "execute_sql", "arguments": json.dumps(
+            {"query": "SELECT `rate` FROM `Hotel Listings` WHERE `hotel` = 'Hotel Oasis' AND `city` = 'Oslo'"})}}]},
+        {"role": "tool", "content": "[('266',)]"},
+    ]  # fmt: skip
+    renamed = rename(messages, sample, random.Random(0), ["alpha", "bravo", "charlie", "delta"])
+    text = json.dumps(renamed)
+    for name in ("Hotel Listings", "hotel", "city", "Oslo", "Hotel Oasis", "Hotel Oasis Oslo"):
+        assert not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text), name
+    assert "266" in text  # numbers are kept
+    table = re.search(r"The table is ([A-Za-z ]+),", renamed[0]["content"]).group(1)
+    assert f"FROM `{table}`" in json.loads(renamed[1]["tool_calls"][0]["function"]["arguments"])["query"]
