@@ -56,55 +56,45 @@ STATE = "train_state.pt"  # beside a saved model: step, best success so far, opt
 
 
 class Transcripts:
-    """The DB oracle's successful transcripts of a task file, rendered as the SFT warm-up renders them.
+    """The DB oracle's successful transcripts of a task file, played once and rendered as the SFT warm-up renders
+    them, as often as needed (each pass over the data, each held-out variant)."""
 
-    ``random_names``: the share of transcripts whose table name, column names and text values are replaced,
-    everywhere after the system prompt, by names made of random word pieces of the vocabulary (see
-    :func:`rename`), so they cannot be learnt by heart, only copied from the prompt. :meth:`render` draws new
-    names each time it is called with a new seed (each pass over the data), so no name is seen twice.
-    """
-
-    def __init__(
-        self, tokenizer: Any, tasks: Path, oracle: dict[str, Any], random_names: float = 0.0, short: bool = False
-    ) -> None:
-        """Play the oracle on every task of ``tasks`` (a DB ``train_file``) and keep its successes.
-
-        ``short``: render without the system prompt and tool schemas (~1,050 of the ~1,150 prompt tokens, the
-        same in every task), a diagnosis of whether the long shared prefix is what keeps a model from copying
-        (episodes cannot be scored then: the env's prompt has them).
-        """
-        self.short = short
+    def __init__(self, tokenizer: Any, tasks: Path, oracle: dict[str, Any]) -> None:
+        """Play the oracle on every task of ``tasks`` (a DB ``train_file``) and keep its successes."""
         factory = make_env_factory(env_kwargs={"db": {"train_file": str(tasks)}})
         played = record_oracle(factory, "db", "train", train_file=str(tasks), **oracle)
         self.played = [t for t in played if t.score == 1.0]
         self.samples = [json.loads(line) for line in tasks.read_text().splitlines() if line.strip()]
-        self.tokenizer, self.random_names, self.pieces = tokenizer, random_names, word_pieces(tokenizer)
+        self.tokenizer, self.pieces = tokenizer, word_pieces(tokenizer)
 
-    def render(self, seed: int = 0) -> list[RenderedTranscript]:
-        """Every transcript rendered, a ``random_names`` share of them renamed with names drawn from ``seed``."""
+    def render(self, seed: int = 0, random_names: float = 0.0, short: bool = False) -> list[RenderedTranscript]:
+        """Every transcript rendered.
+
+        Args:
+            seed: Draws which transcripts are renamed and their new names (a new seed per pass over the data, so
+                no name is seen twice).
+            random_names: The share of transcripts whose table name, column names and text values are replaced,
+                everywhere after the system prompt, by names made of random word pieces of the vocabulary (see
+                :func:`rename`), so they cannot be learnt by heart, only copied from the prompt.
+            short: Render without the system prompt and tool schemas (~1,050 of the ~1,150 prompt tokens, the
+                same in every task), a diagnosis of whether the long shared prefix is what keeps a model from
+                copying (episodes cannot be scored then: the env's prompt has them).
+        """
         rng, rendered = random.Random(seed), []
         for t in self.played:
             messages = t.messages
-            if self.random_names and rng.random() < self.random_names:
+            if random_names and rng.random() < random_names:
                 messages = [messages[0], *rename(messages[1:], self.samples[t.index], rng, self.pieces)]
-            if self.short:
+            if short:
                 rendered.append(render_transcript(self.tokenizer, messages[1:], None))
             else:
                 rendered.append(render_transcript(self.tokenizer, messages, t.tools))
         return rendered
 
-
-def transcripts(
-    tokenizer: Any, tasks: Path, oracle: dict[str, Any], random_names: float = 0.0, seed: int = 0, short: bool = False
-) -> list[RenderedTranscript]:
-    """:class:`Transcripts` of ``tasks`` rendered once."""
-    return Transcripts(tokenizer, tasks, oracle, random_names, short).render(seed)
-
-
-def system_tokens(tokenizer: Any, tasks: Path, oracle: dict[str, Any]) -> set[int]:
-    """The token ids of the first task's full prompt before its question: the system prompt's and tools'."""
-    first = transcripts(tokenizer, tasks, oracle)[0]
-    return shared_prompt_tokens(first, tokenizer.convert_tokens_to_ids("<|im_start|>"))
+    def system_tokens(self) -> set[int]:
+        """The token ids of the first task's full prompt before its question: the system prompt's and tools'."""
+        first = render_transcript(self.tokenizer, self.played[0].messages, self.played[0].tools)
+        return shared_prompt_tokens(first, self.tokenizer.convert_tokens_to_ids("<|im_start|>"))
 
 
 def word_pieces(tokenizer: Any) -> list[str]:
@@ -309,15 +299,15 @@ def main() -> None:
     oracle = json.loads(args.oracle)
     # The oracle's held-out transcripts, for copying teacher-forced; renamed, names can only be copied, not recalled.
     # Under --short-prompt the system prompt's tokens still count as "other": the groups of the full prompt.
-    shared = frozenset(system_tokens(tokenizer, args.heldout, oracle)) if args.short_prompt else frozenset()
+    held = Transcripts(tokenizer, args.heldout, oracle)
+    shared = frozenset(held.system_tokens()) if args.short_prompt else frozenset()
     heldout = {
-        "held-out": transcripts(tokenizer, args.heldout, oracle, short=args.short_prompt),
-        "held-out, random names": transcripts(
-            tokenizer, args.heldout, oracle, random_names=1.0, seed=1, short=args.short_prompt
-        ),
+        "held-out": held.render(short=args.short_prompt),
+        "held-out, random names": held.render(seed=1, random_names=1.0, short=args.short_prompt),
     }
-    train = Transcripts(tokenizer, args.train, oracle, args.random_names, args.short_prompt) if args.steps else None
-    rows, passes = train.render() if train else [], 0
+    train = Transcripts(tokenizer, args.train, oracle) if args.steps else None
+    rows = train.render(random_names=args.random_names, short=args.short_prompt) if train else []
+    passes = 0
     if rows:
         mean = sum(len(r.input_ids) for r in rows) / len(rows)
         trained = sum(sum(r.loss_mask) for r in rows) / len(rows)
@@ -343,7 +333,7 @@ def main() -> None:
         if len(order) < args.batch:
             if train is not None and args.random_names and step > start + 1:
                 passes += 1  # a new pass over the data: new random names
-                rows = train.render(seed=start + passes)
+                rows = train.render(seed=start + passes, random_names=args.random_names, short=args.short_prompt)
             order += rng.sample(range(len(rows)), len(rows))
         batch, order = [rows[i] for i in order[: args.batch]], order[args.batch :]
         width = max(len(r.input_ids) for r in batch)
