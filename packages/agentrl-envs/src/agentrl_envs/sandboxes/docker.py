@@ -43,6 +43,8 @@ LABEL = "agentrl.sandbox"
 OWNER_LABEL = "agentrl.owner"
 """Label naming the process that started the container: ``<hostname>:<pid>``."""
 _SHELL_ENV = {"TERM": "dumb", "HOME": "/root", "USER": "root", "LANG": "C.UTF-8"}
+# How long a post-mortem waits for the engine to record the exit of a shell that /proc already shows gone.
+_ENGINE_CATCH_UP_S = 2.0
 
 
 def owner() -> str:
@@ -194,7 +196,7 @@ class DockerSandbox(Sandbox):
     def _post_mortem(self) -> str:
         """What the engine says of the shell and the container, for an error that has to be explained later."""
         try:
-            shell = self.client.api.exec_inspect(self._exec_id)
+            shell = self._shell_record()
             self.container.reload()
             state = self.container.attrs["State"]
         except Exception as e:  # the engine itself may be what failed
@@ -203,6 +205,19 @@ class DockerSandbox(Sandbox):
             f"(shell pid {self._shell_pid}: running={shell.get('Running')}, exit code {shell.get('ExitCode')}; "
             f"container {state.get('Status')}, OOM-killed={state.get('OOMKilled')})"
         )
+
+    def _shell_record(self) -> dict[str, Any]:
+        """The engine's record of the shell, once it has caught up with a shell that ``/proc`` shows gone.
+
+        The kernel reaps the shell before the engine hears of its exit, so for a moment the engine still says
+        "running" with no exit code; a post-mortem taken then would hide how the shell ended.
+        """
+        deadline = time.monotonic() + _ENGINE_CATCH_UP_S
+        record = self.client.api.exec_inspect(self._exec_id)
+        while record.get("Running") and self._proc_shows_shell and not self.alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+            record = self.client.api.exec_inspect(self._exec_id)
+        return record
 
     def _counters(self) -> CgroupCounters:
         return self._cgroup.counters() if self._cgroup is not None else CgroupCounters(0, 0)
