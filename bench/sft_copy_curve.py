@@ -347,9 +347,7 @@ def main() -> None:
             group["lr"] = args.lr * min(1.0, step / 20)
         loss = prefix_shared_loss(model, ids, mask, labels, shared_prefix_length(ids, mask, labels))
         if args.copy_mix:
-            copy_ids, copy_mask, copy_labels = copy_batch(
-                copy_rng, copy_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id, copy_settings
-            )
+            copy_ids, copy_mask, copy_labels = copy_batch(copy_rng, copy_tokens, tokenizer.pad_token_id, copy_settings)
             loss = loss + model(input_ids=copy_ids, attention_mask=copy_mask, labels=copy_labels).loss
         optimizer.zero_grad()
         loss.backward()

@@ -23,34 +23,32 @@ CORPUS = [
     "SELECT `nightly_rate` FROM `Hotel Listings` WHERE `hotel` = 'Hotel River Porto'",
     "INSERT INTO `Library Catalogue` (`title`, `author`, `pages`) VALUES ('Thistle Kettle', 'Ann Rowe', 312)",
 ]
-SETTINGS = CopyPretrainSettings(
-    batch_size=32, min_span=4, max_span=12, spans_per_sequence=2, max_gap=16, learning_rate=1e-2
-)
+PACKED = CopyPretrainSettings(batch_size=32, min_span=4, max_span=12, spans_per_sequence=2, max_gap=16)
 
 
 def test_a_copy_batch_scores_only_the_repeat_after_its_first_token() -> None:
     tokens = list(range(10, 60))
-    ids, mask, labels = copy_batch(random.Random(0), tokens, separator=2, pad=0, settings=SETTINGS)
+    ids, mask, labels = copy_batch(random.Random(0), tokens, pad=0, settings=PACKED)
     gaps = set()
     for row, row_mask, row_labels in zip(ids.tolist(), mask.tolist(), labels.tolist(), strict=True):
         length = sum(row_mask)
         assert row[length:] == [0] * (len(row) - length) and all(row_mask[:length])
-        seps = [i for i, t in enumerate(row[:length]) if t == 2]
-        assert len(seps) == SETTINGS.spans_per_sequence
+        scored = [i for i, label in enumerate(row_labels) if label != -100]
+        assert all(row_labels[i] == row[i] for i in scored)  # a label is its own position's token (the model shifts)
+        repeats = [i - 1 for i in scored if i - 1 not in scored]  # each scored run follows its repeat's first token
+        assert len(repeats) == PACKED.spans_per_sequence
         start = 0
-        for sep in seps:  # span gap SEP span: the labels are the repeat, less its first token
-            end = sep + 2
+        for repeat in repeats:  # span gap span: the span's first copy opens the stretch, its repeat closes it
+            end = repeat + 1
             while end < len(row_labels) and row_labels[end] != -100:
                 end += 1
-            span_length = end - sep - 1
-            span = row[start : start + span_length]
-            assert SETTINGS.min_span <= span_length <= SETTINGS.max_span
-            assert row[sep + 1 : sep + 1 + span_length] == span
-            assert row_labels[start : sep + 2] == [-100] * (sep + 2 - start)
-            assert row_labels[sep + 2 : sep + 1 + span_length] == span[1:]
-            gaps.add(sep - start - span_length)
-            start = sep + 1 + span_length
-    assert min(gaps) >= 0 and max(gaps) <= SETTINGS.max_gap and len(gaps) > 5  # the copy distance varies
+            span = row[repeat:end]
+            assert PACKED.min_span <= len(span) <= PACKED.max_span
+            assert row[start : start + len(span)] == span
+            assert row_labels[start : repeat + 1] == [-100] * (repeat + 1 - start)
+            gaps.add(repeat - start - len(span))
+            start = end
+    assert min(gaps) >= 0 and max(gaps) <= PACKED.max_gap and len(gaps) > 5  # the copy distance varies
 
 
 def test_copy_pretraining_makes_a_fresh_tiny_model_copy_unseen_spans(
@@ -62,18 +60,18 @@ def test_copy_pretraining_makes_a_fresh_tiny_model_copy_unseen_spans(
     spec = TinyModelSpec(vocab_size=300, hidden_size=64, intermediate_size=128, pretokenizer="words")
     plain = build_tiny_model(CORPUS, spec)
     tokenizer = load_tokenizer(plain)
-    held_out = copy_batch(  # spans drawn with a seed the stage never uses
-        random.Random(1234), copyable_token_ids(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id, SETTINGS
+    settings = CopyPretrainSettings()  # the stage's own recipe
+    held_out = copy_batch(  # runs drawn with a seed the stage never uses
+        random.Random(1234), copyable_token_ids(tokenizer), tokenizer.pad_token_id, settings
     )
     model = AutoModelForCausalLM.from_pretrained(plain)
     before = copy_accuracy(model, held_out)
-    losses = copy_pretrain(model, tokenizer, STEPS, seed=0, settings=SETTINGS)
+    losses = copy_pretrain(model, tokenizer, STEPS, seed=0, settings=settings)
     after = copy_accuracy(model, held_out)
-    # Random spans behind a random gap: only finding the span by content beats chance (1 in ~290 tokens). Measured
-    # 0.006 -> 0.040 here (~470 scored tokens: ~19 copied against ~2 by chance; docs/benchmarks.md, "copy
-    # pre-training", has the full-size stage).
+    # Random runs of varying length: only finding the run by its content beats chance (1 in ~295 tokens). The
+    # induction head forms abruptly: measured 0.006 before, 0.05 at step 350, 0.86 at 400, 0.96 at 500 here.
     assert before < 0.015, before
-    assert after > 0.025 and after > 4 * before, (before, after, losses[-1])
+    assert after > 0.5, (before, after, losses[-1])
 
 
 def test_the_stage_is_part_of_the_tiny_models_cache_key_and_changes_its_weights(
@@ -101,7 +99,7 @@ def test_the_stages_recipe_is_part_of_the_cache_key(monkeypatch: pytest.MonkeyPa
     assert _cache_path(["x"], spec) != key  # a model trained with another recipe is not reused
 
 
-STEPS = 400
+STEPS = 500
 
 
 def test_negative_copy_pretraining_steps_are_refused() -> None:
