@@ -32,6 +32,7 @@ import random
 import re
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -267,7 +268,7 @@ def main() -> None:
         type=int,
         default=0,
         metavar="N",
-        help="add N copy sequences (agentrl_trainer.copy_pretrain) to each step's loss, to keep the copy circuit",
+        help="add N prompt-length copy rows (agentrl_trainer.copy_pretrain) to each step's loss (keeps the circuit)",
     )
     parser.add_argument(
         "--random-names",
@@ -326,7 +327,7 @@ def main() -> None:
     # Seeded by the start step: a resumed run draws a new order rather than replaying the first batches.
     rng, order, losses, train_s = random.Random(start), [], [], 0.0
     copy_rng, copy_tokens = random.Random(-1 - start), copyable_token_ids(tokenizer)  # the SFT order stays as without
-    copy_settings = CopyPretrainSettings(batch_size=args.copy_mix)
+    copy_settings = replace(CopyPretrainSettings().long, batch_size=args.copy_mix)  # rows as long as a prompt
     for step in range(start + 1, start + args.steps + 1):
         started = time.perf_counter()
         model.train()

@@ -10,6 +10,7 @@ import pytest
 
 from agentrl_trainer.copy_pretrain import (
     CopyPretrainSettings,
+    CopyRows,
     copy_accuracy,
     copy_batch,
     copy_pretrain,
@@ -23,12 +24,12 @@ CORPUS = [
     "SELECT `nightly_rate` FROM `Hotel Listings` WHERE `hotel` = 'Hotel River Porto'",
     "INSERT INTO `Library Catalogue` (`title`, `author`, `pages`) VALUES ('Thistle Kettle', 'Ann Rowe', 312)",
 ]
-PACKED = CopyPretrainSettings(batch_size=32, min_span=4, max_span=12, spans_per_sequence=2, max_gap=16)
+PACKED = CopyRows(batch_size=32, min_span=4, max_span=12, spans_per_sequence=2, max_gap=16)
 
 
 def test_a_copy_batch_scores_only_the_repeat_after_its_first_token() -> None:
     tokens = list(range(10, 60))
-    ids, mask, labels = copy_batch(random.Random(0), tokens, pad=0, settings=PACKED)
+    ids, mask, labels = copy_batch(random.Random(0), tokens, pad=0, rows=PACKED)
     gaps = set()
     for row, row_mask, row_labels in zip(ids.tolist(), mask.tolist(), labels.tolist(), strict=True):
         length = sum(row_mask)
@@ -60,9 +61,9 @@ def test_copy_pretraining_makes_a_fresh_tiny_model_copy_unseen_spans(
     spec = TinyModelSpec(vocab_size=300, hidden_size=64, intermediate_size=128, pretokenizer="words")
     plain = build_tiny_model(CORPUS, spec)
     tokenizer = load_tokenizer(plain)
-    settings = CopyPretrainSettings()  # the stage's own recipe
+    settings = CopyPretrainSettings(long_share=0.0)  # the stage's short rows, where the circuit forms
     held_out = copy_batch(  # runs drawn with a seed the stage never uses
-        random.Random(1234), copyable_token_ids(tokenizer), tokenizer.pad_token_id, settings
+        random.Random(1234), copyable_token_ids(tokenizer), tokenizer.pad_token_id, settings.short
     )
     model = AutoModelForCausalLM.from_pretrained(plain)
     before = copy_accuracy(model, held_out)
@@ -72,6 +73,34 @@ def test_copy_pretraining_makes_a_fresh_tiny_model_copy_unseen_spans(
     # induction head forms abruptly: measured 0.006 before, 0.05 at step 350, 0.86 at 400, 0.96 at 500 here.
     assert before < 0.015, before
     assert after > 0.5, (before, after, losses[-1])
+
+
+def test_the_last_share_of_the_steps_trains_on_prompt_length_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from agentrl_trainer import copy_pretrain as module
+
+    monkeypatch.setenv("AGENTRL_CACHE_DIR", str(tmp_path))
+    path = build_tiny_model(CORPUS, TinyModelSpec(vocab_size=300, pretokenizer="words"))
+    widths: list[int] = []
+
+    def recording(*args: object, **kwargs: object) -> tuple:
+        batch = copy_batch(*args, **kwargs)  # type: ignore[arg-type]
+        widths.append(batch[0].shape[1])
+        return batch
+
+    monkeypatch.setattr(module, "copy_batch", recording)
+    settings = CopyPretrainSettings(long=CopyRows(batch_size=2, spans_per_sequence=16, max_gap=48), long_share=0.3)
+    copy_pretrain(AutoModelForCausalLM.from_pretrained(path), load_tokenizer(path), 10, settings=settings)
+    assert all(w <= 2 * settings.short.max_span for w in widths[:7])  # one run and its repeat
+    assert all(w >= 16 * 2 * settings.long.min_span for w in widths[7:])  # 16 of them, with gaps: prompt length
+
+
+def test_a_long_share_outside_0_to_1_is_refused() -> None:
+    with pytest.raises(ValueError, match="long_share"):
+        CopyPretrainSettings(long_share=1.5)
 
 
 def test_the_stage_is_part_of_the_tiny_models_cache_key_and_changes_its_weights(
