@@ -94,6 +94,7 @@ def test_the_last_share_of_the_steps_trains_on_prompt_length_rows(
     monkeypatch.setattr(module, "copy_batch", recording)
     settings = CopyPretrainSettings(long=CopyRows(batch_size=2, spans_per_sequence=16, max_gap=48), long_share=0.3)
     copy_pretrain(AutoModelForCausalLM.from_pretrained(path), load_tokenizer(path), 10, settings=settings)
+    assert len(widths) == 10
     assert all(w <= 2 * settings.short.max_span for w in widths[:7])  # one run and its repeat
     assert all(w >= 16 * 2 * settings.long.min_span for w in widths[7:])  # 16 of them, with gaps: prompt length
 
