@@ -51,7 +51,7 @@ class CopyPretrainSettings:
     """The copy stage: short rows that form the circuit, then prompt-length rows that carry it to where names are.
 
     A circuit learnt on rows of at most ~100 tokens copies nothing once 300 tokens stand before the run (measured:
-    0.995 -> 0.018 at hidden 192), and a DB name sits ~1,000 tokens into its prompt; rows that long from the start
+    1.0 -> 0.018 at hidden 192), and a DB name sits ~1,000 tokens into its prompt; rows that long from the start
     make every step ~6x dearer and leave the plateau later, so the stage first forms the circuit on short rows.
     Defaults: ~0.35 s per short step and ~2 s per long step on one CPU thread at hidden 192.
     """
