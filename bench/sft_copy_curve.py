@@ -29,7 +29,6 @@ import collections
 import json
 import logging
 import random
-import re
 import shutil
 import time
 from dataclasses import replace
@@ -46,6 +45,7 @@ from agentrl_trainer.envs import make_env_factory
 from agentrl_trainer.rollout.episode import EpisodeLimits, run_episode
 from agentrl_trainer.sft.copy_metric import copy_token_accuracy, shared_prompt_tokens
 from agentrl_trainer.sft.prefix import prefix_shared_loss, shared_prefix_length
+from agentrl_trainer.sft.rename import rename_messages, word_pieces
 from agentrl_trainer.sft.render import RenderedTranscript, render_transcript
 from agentrl_trainer.sft.transcripts import record_oracle
 from agentrl_trainer.tiny import load_tokenizer
@@ -65,7 +65,6 @@ class Transcripts:
         factory = make_env_factory(env_kwargs={"db": {"train_file": str(tasks)}})
         played = record_oracle(factory, "db", "train", train_file=str(tasks), **oracle)
         self.played = [t for t in played if t.score == 1.0]
-        self.samples = [json.loads(line) for line in tasks.read_text().splitlines() if line.strip()]
         self.tokenizer, self.pieces = tokenizer, word_pieces(tokenizer)
 
     def render(self, seed: int = 0, random_names: float = 0.0, short: bool = False) -> list[RenderedTranscript]:
@@ -75,8 +74,9 @@ class Transcripts:
             seed: Draws which transcripts are renamed and their new names (a new seed per pass over the data, so
                 no name is seen twice).
             random_names: The share of transcripts whose table name, column names and text values are replaced,
-                everywhere after the system prompt, by names made of random word pieces of the vocabulary (see
-                :func:`rename`), so they cannot be learnt by heart, only copied from the prompt.
+                everywhere after the system prompt, by names made of random word pieces of the vocabulary
+                (:func:`~agentrl_trainer.sft.rename.rename_messages`), so they cannot be learnt by heart, only
+                copied from the prompt.
             short: Render without the system prompt and tool schemas (~1,050 of the ~1,150 prompt tokens, the
                 same in every task), a diagnosis of whether the long shared prefix is what keeps a model from
                 copying (episodes cannot be scored then: the env's prompt has them).
@@ -84,8 +84,8 @@ class Transcripts:
         rng, rendered = random.Random(seed), []
         for t in self.played:
             messages = t.messages
-            if random_names and rng.random() < random_names:
-                messages = [messages[0], *rename(messages[1:], self.samples[t.index], rng, self.pieces)]
+            if random_names and t.names and rng.random() < random_names:
+                messages = rename_messages(messages, t.names, rng, self.pieces)
             if short:
                 rendered.append(render_transcript(self.tokenizer, messages[1:], None))
             else:
@@ -96,34 +96,6 @@ class Transcripts:
         """The token ids of the first task's full prompt before its question: the system prompt's and tools'."""
         first = render_transcript(self.tokenizer, self.played[0].messages, self.played[0].tools)
         return shared_prompt_tokens(first, self.tokenizer.convert_tokens_to_ids("<|im_start|>"))
-
-
-def word_pieces(tokenizer: Any) -> list[str]:
-    """The vocabulary's ordinary tokens that are lower-case words of 3 or more letters."""
-    pieces = (tokenizer.decode([i]) for i in copyable_token_ids(tokenizer))
-    return sorted({p for p in pieces if len(p) >= 3 and p.isascii() and p.isalpha() and p.islower()})
-
-
-def rename(messages: list[dict[str, Any]], sample: dict[str, Any], rng: random.Random, pieces: list[str]) -> list:
-    """``messages`` with the sample's table name, columns and text values replaced by random names, consistently.
-
-    A name is 1 to 3 random word pieces (columns: joined by ``_``, others by a space, capitalised); numbers are
-    kept. Values are the table's cells and the reference statement's string literals (an INSERT's new row).
-    Matches are whole words, the longest first, so a value holding another name is replaced as one.
-    """
-    table = sample["table"]
-    names = {table["table_name"]: "table"} | {h: "column" for h in sample["heads"]}
-    statements = [str(sample.get("sql", {}).get("query", "")), *map(str, sample.get("label", []))]
-    literals = re.findall(r"'([^']*)'", " ".join(statements))  # an INSERT's new row is in its label
-    for value in [*(str(v) for row in table["table_info"]["rows"] for v in row), *literals]:
-        if not re.fullmatch(r"[\d.\s:-]*", value) and value not in names:
-            names[value] = "value"
-    new: dict[str, str] = {}
-    for name, kind in names.items():
-        words = rng.choices(pieces, k=rng.randint(1, 2 if kind == "column" else 3))
-        new[name] = "_".join(words) if kind == "column" else " ".join(w.capitalize() for w in words)
-    pattern = re.compile(r"(?<!\w)(" + "|".join(re.escape(n) for n in sorted(new, key=len, reverse=True)) + r")(?!\w)")
-    return json.loads(pattern.sub(lambda m: new[m.group(1)], json.dumps(messages, ensure_ascii=False)))
 
 
 def score(model: Any, tokenizer: Any, heldout: Path, args: argparse.Namespace, temperature: float) -> list[Trajectory]:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import random
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,27 +49,3 @@ def test_a_saved_run_resumes_at_its_step_with_its_optimizer_and_keeps_the_best(t
     last, best = load_file(saved / "last" / "model.safetensors"), load_file(saved / "best" / "model.safetensors")
     assert best_step in (2, 3)
     assert (best_step == 3) == all(torch.equal(last[k], best[k]) for k in last)
-
-
-def test_random_names_replace_table_columns_and_text_values_everywhere_consistently() -> None:
-    sys.path.insert(0, str(REPO / "bench"))
-    from sft_copy_curve import rename
-
-    sample = {
-        "table": {"table_name": "Hotel Listings", "table_info": {"rows": [["Hotel Oasis", "Oslo", "266"]]}},
-        "heads": ["hotel", "city", "rate"],
-        "label": ["INSERT INTO `Hotel Listings` (`hotel`, `city`, `rate`) VALUES ('Hotel Oasis Oslo', 'Rome', '5')"],
-    }
-    messages = [
-        {"role": "user", "content": "The table is Hotel Listings, headers hotel,city,rate. Add 'Hotel Oasis Oslo'."},
-        {"role": "assistant", "tool_calls": [{"function": {"name": "execute_sql", "arguments": json.dumps(
-            {"query": "SELECT `rate` FROM `Hotel Listings` WHERE `hotel` = 'Hotel Oasis' AND `city` = 'Oslo'"})}}]},
-        {"role": "tool", "content": "[('266',)]"},
-    ]  # fmt: skip
-    renamed = rename(messages, sample, random.Random(0), ["alpha", "bravo", "charlie", "delta"])
-    text = json.dumps(renamed)
-    for name in ("Hotel Listings", "hotel", "city", "Oslo", "Hotel Oasis", "Hotel Oasis Oslo"):
-        assert not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text), name
-    assert "266" in text  # numbers are kept
-    table = re.search(r"The table is ([A-Za-z ]+),", renamed[0]["content"]).group(1)
-    assert f"FROM `{table}`" in json.loads(renamed[1]["tool_calls"][0]["function"]["arguments"])["query"]

@@ -42,6 +42,15 @@ class SFTWarmupConfig:
             "error-and-fix turn; see docs/synth.md)."
         },
     )
+    random_names: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of oracle transcripts (0-1) whose task names (a DB task's table, columns and text values: "
+            "the env's copyable_names) are replaced by random words, drawn anew at every pass over the data, so a "
+            "model learns to copy names from the prompt instead of recalling the training set's "
+            "(docs/training.md). Tasks whose env declares no names are left as they are."
+        },
+    )
     num_train_epochs: float = field(default=3.0, metadata={"help": "Passes over the transcripts."})
     max_steps: int = field(default=-1, metadata={"help": "Stop after this many optimizer steps (-1: epochs decide)."})
     learning_rate: float = field(default=1.0e-4, metadata={"help": "SFT learning rate."})
@@ -86,6 +95,13 @@ class SFTWarmupConfig:
             raise ValueError(
                 f"sft_warmup.oracle_options must map a task to its oracle's options, e.g. {{db: {{recovery: true}}}}; "
                 f"got {self.oracle_options!r}."
+            )
+        if not 0.0 <= self.random_names <= 1.0:
+            raise ValueError(f"sft_warmup.random_names is a share of transcripts, 0 to 1; got {self.random_names}.")
+        if self.random_names and not self.is_oracle:
+            raise ValueError(
+                "sft_warmup.random_names needs source: oracle (only oracle transcripts carry their task's names); "
+                "set it to 0 for a transcript file."
             )
         if self.warmup_steps < 0:
             raise ValueError(f"sft_warmup.warmup_steps must be >= 0, got {self.warmup_steps}.")

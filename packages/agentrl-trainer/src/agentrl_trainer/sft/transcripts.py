@@ -32,6 +32,8 @@ class Transcript:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None
     score: float | None = None
+    names: dict[str, str] | None = None
+    """The task's names to copy from the prompt, by kind (the env's ``copyable_names``), where it declares them."""
 
 
 def play_oracle(
@@ -69,6 +71,7 @@ def record_oracle(
 
     oracle = load_oracle(task, split=split, **oracle_options)
     env = env_factory(task, split)
+    copyable = getattr(getattr(env, "unwrapped", env), "copyable_names", None)
     transcripts = []
     try:
         count = env.num_samples() if max_samples is None else min(max_samples, env.num_samples())
@@ -81,7 +84,8 @@ def record_oracle(
             tools = info.get("tools") or None
             played, last = play_oracle(env, oracle, index, first, max_turns)
             score = float(last.get("score") or 0.0) if not last.get("infra_error") else None
-            transcripts.append(Transcript(task, split, index, [*first, *played], tools, score))
+            names = copyable(index) if copyable is not None else None
+            transcripts.append(Transcript(task, split, index, [*first, *played], tools, score, names))
     finally:
         env.close()
     return transcripts

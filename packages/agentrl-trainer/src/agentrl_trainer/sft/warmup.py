@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
+import random
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -24,6 +26,7 @@ from typing import Any
 
 from agentrl_trainer.cache_keys import without_later_defaults
 from agentrl_trainer.sft.config import SFTWarmupConfig
+from agentrl_trainer.sft.rename import rename_messages, word_pieces
 from agentrl_trainer.sft.render import render_transcript
 from agentrl_trainer.sft.transcripts import Transcript, kept, read_transcripts, record_oracle, tools_from_env
 
@@ -86,7 +89,7 @@ def warmup_key(model_path: str, tokenizer: Any, args: Any, warmup: SFTWarmupConf
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-_ADDED_LATER = {"lr_scheduler_type": "linear", "warmup_steps": 0}
+_ADDED_LATER = {"lr_scheduler_type": "linear", "warmup_steps": 0, "random_names": 0.0}
 """Settings added after checkpoints were cached, at the value they had before (:mod:`agentrl_trainer.cache_keys`)."""
 
 
@@ -126,17 +129,44 @@ def load_transcripts(warmup: SFTWarmupConfig, args: Any, env_factory: Any) -> li
     return kept(transcripts, min_score=warmup.min_score, max_per_task=warmup.max_samples_per_task)
 
 
-def sft_rows(tokenizer: Any, transcripts: list[Transcript]) -> list[dict[str, Any]]:
-    """Pre-tokenized ``SFTTrainer`` rows (``input_ids``, ``labels``, ``task``); failing transcripts are skipped."""
+def sft_rows(
+    tokenizer: Any, transcripts: list[Transcript], *, random_names: float = 0.0, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Pre-tokenized ``SFTTrainer`` rows (``input_ids``, ``labels``, ``task``); failing transcripts are skipped.
+
+    Args:
+        tokenizer: The policy's tokenizer (its chat template renders the rows).
+        transcripts: What to render, in order.
+        random_names: The share of transcripts with task names (:attr:`Transcript.names`) whose names are
+            replaced by random words (:mod:`agentrl_trainer.sft.rename`).
+        seed: Draws which transcripts are renamed and their new names.
+    """
+    rng = random.Random(seed)
+    pieces = word_pieces(tokenizer) if random_names else []
     rows = []
     for transcript in transcripts:
+        messages = transcript.messages
+        if transcript.names and random_names and rng.random() < random_names:
+            messages = rename_messages(messages, transcript.names, rng, pieces)
         try:
-            rendered = render_transcript(tokenizer, transcript.messages, transcript.tools)
+            rendered = render_transcript(tokenizer, messages, transcript.tools)
         except ValueError as e:
             logger.warning("task=%s index=%d: transcript skipped: %s", transcript.task, transcript.index, e)
             continue
         rows.append({"input_ids": rendered.input_ids, "labels": rendered.labels, "task": transcript.task})
     return rows
+
+
+def renamed_passes(warmup: SFTWarmupConfig, rows_per_pass: int) -> int:
+    """How many passes over the transcripts to render, each with new random names.
+
+    One per epoch (or enough for ``max_steps``); 1 without ``random_names``, where every epoch is the same rows.
+    """
+    if not warmup.random_names:
+        return 1
+    if warmup.max_steps > 0:
+        return max(1, math.ceil(warmup.max_steps * warmup.per_device_train_batch_size / max(rows_per_pass, 1)))
+    return max(1, math.ceil(warmup.num_train_epochs))
 
 
 def run_sft_warmup(
@@ -172,21 +202,29 @@ def run_sft_warmup(
 
         env_factory = make_env_factory(env_kwargs=args.env_kwargs)
     transcripts = load_transcripts(warmup, args, env_factory)
-    rows = sft_rows(tokenizer, transcripts)
+    rows = sft_rows(tokenizer, transcripts, random_names=warmup.random_names, seed=args.seed)
     if not rows:
         raise ValueError(
             f"SFT warm-up has no transcript to train on (source {warmup.source!r}, min_score {warmup.min_score}); "
             "check the source, or lower sft_warmup.min_score."
+        )
+    if warmup.random_names and not any(t.names for t in transcripts):
+        raise ValueError(
+            f"sft_warmup.random_names is {warmup.random_names} but no task of {sorted({t.task for t in transcripts})} "
+            "declares names to rename (an env's copyable_names; DB does); set it to 0."
         )
     record_s = time.perf_counter() - started
     trained = sum(sum(label != -100 for label in row["labels"][: args.max_total_tokens]) for row in rows)
     logger.info(
         "SFT warm-up: %d transcripts (%d trained tokens) recorded in %.1fs; training", len(rows), trained, record_s
     )
-    final_loss = _train(model_path, tokenizer, rows, args, warmup, out)
+    transcript_rows, passes = len(rows), renamed_passes(warmup, len(rows))
+    for number in range(1, passes):  # new names in every pass: none can be learnt by heart
+        rows += sft_rows(tokenizer, transcripts, random_names=warmup.random_names, seed=args.seed + number)
+    final_loss = _train(model_path, tokenizer, rows, args, warmup, out, passes)
     train_s = time.perf_counter() - started - record_s
     result = SFTWarmupResult(
-        out, False, key, len(rows), trained, record_s, train_s, time.perf_counter() - started, final_loss
+        out, False, key, transcript_rows, trained, record_s, train_s, time.perf_counter() - started, final_loss
     )
     (out / META_FILE).write_text(json.dumps(result.to_json(), indent=2))
     logger.info("SFT warm-up: done in %.1fs (record %.1fs, train %.1fs); model at %s", result.total_s, record_s,
@@ -195,9 +233,19 @@ def run_sft_warmup(
 
 
 def _train(
-    model_path: str, tokenizer: Any, rows: list[dict[str, Any]], args: Any, warmup: SFTWarmupConfig, out: Path
+    model_path: str,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    args: Any,
+    warmup: SFTWarmupConfig,
+    out: Path,
+    passes: int = 1,
 ) -> float | None:
-    """Train with TRL's ``SFTTrainer`` (running shared prompts once) on pre-tokenized rows; save to ``out``."""
+    """Train with TRL's ``SFTTrainer`` (running shared prompts once) on pre-tokenized rows; save to ``out``.
+
+    ``rows`` holds ``passes`` renderings of the transcripts (:func:`renamed_passes`): the epochs count passes
+    over the transcripts, so each rendering is trained ``num_train_epochs / passes`` times.
+    """
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
@@ -207,7 +255,7 @@ def _train(
     shutil.rmtree(tmp, ignore_errors=True)
     config = SFTConfig(
         output_dir=str(tmp),
-        num_train_epochs=warmup.num_train_epochs,
+        num_train_epochs=warmup.num_train_epochs / passes,
         max_steps=warmup.max_steps,
         learning_rate=warmup.learning_rate,
         lr_scheduler_type=warmup.lr_scheduler_type,

@@ -8,6 +8,7 @@ has it (a fetch from GitHub does; the local mirror lacks it), or a JSONL file th
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,24 @@ class DBSample:
     def ground_truth(self) -> Any:
         """What the answer is compared with: ``answer_md5`` for modifications, else ``label``."""
         return self.answer_md5 if self.query_type in ("INSERT", "DELETE", "UPDATE") else self.label
+
+    def copyable_names(self) -> dict[str, str]:
+        """The names an agent can only copy from the prompt, each with its kind (``table``, ``column``, ``value``).
+
+        Values are the tables' text cells (not numbers or dates) and the string literals of the reference
+        statements (an INSERT's new row is only in its label). A name that is also a table or column keeps that
+        kind. SFT renames these to random names so a model learns to copy them rather than recall them
+        (``sft_warmup.random_names``).
+        """
+        names = {t.name: "table" for t in self.tables}
+        names |= {c: "column" for t in self.tables for c in t.columns if c not in names}
+        sql = self.raw.get("sql")
+        statements = [str(sql.get("query", "") if isinstance(sql, dict) else sql or ""), *map(str, self.label)]
+        literals = re.findall(r"'([^']*)'", " ".join(statements))
+        for value in [*(cell for t in self.tables for row in t.rows for cell in row), *literals]:
+            if value.strip() and not re.fullmatch(r"[\d.\s:-]*", value) and value not in names:
+                names[value] = "value"
+        return names
 
 
 def load_samples(data: DataRoot, split: str, train_file: str | os.PathLike[str] | None = None) -> list[DBSample]:

@@ -94,6 +94,10 @@ class DBEnv(ToolEnv):
         """Samples in the split."""
         return len(self.samples)
 
+    def copyable_names(self, index: int) -> dict[str, str]:
+        """Sample ``index``'s table, column and text value names (:meth:`DBSample.copyable_names`)."""
+        return self.samples[index].copyable_names()
+
     @property
     def fidelity(self) -> Fidelity:
         """``emulated`` for SQLite, ``upstream`` for MariaDB."""
