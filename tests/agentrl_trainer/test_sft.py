@@ -313,3 +313,24 @@ def test_the_sft_warmup_block_is_checked_and_filled_with_defaults(tmp_path: Any)
     assert AgentRLConfig(output_dir=str(tmp_path), report_to="none").sft_warmup_config() is None
     with pytest.raises(ValueError, match=re.escape("sft_warmup has unknown keys ['epochs']")):
         AgentRLConfig(output_dir=str(tmp_path), report_to="none", sft_warmup={"epochs": 3})
+
+
+def test_the_warmup_can_record_with_its_own_env_options_over_the_runs(
+    tiny_model_path: Any, tokenizer: Any, tmp_path: Any
+) -> None:
+    from agentrl_trainer import AgentRLConfig
+    from agentrl_trainer.sft.config import SFTWarmupConfig
+    from agentrl_trainer.sft.warmup import _warmup_identity, recording_env_kwargs, warmup_key
+
+    run = {"db": {"train_file": "rl.jsonl", "backend": "sqlite"}, "kg": {"train_file": "kg.json"}}
+    config = AgentRLConfig(output_dir=str(tmp_path), tasks=["db", "kg"], report_to="none", env_kwargs=run)
+    own = SFTWarmupConfig.from_mapping({"env_kwargs": {"db": {"train_file": "sft.jsonl"}}})
+    # A larger SFT file for DB; DB's other options and KG's stay the run's.
+    assert recording_env_kwargs(config, own) == {
+        "db": {"train_file": "sft.jsonl", "backend": "sqlite"}, "kg": {"train_file": "kg.json"}
+    }  # fmt: skip
+    assert recording_env_kwargs(config, SFTWarmupConfig()) == run
+    keys = {warmup_key(str(tiny_model_path), tokenizer, config, w) for w in (own, SFTWarmupConfig())}
+    assert len(keys) == 2 and "env_kwargs" not in _warmup_identity(SFTWarmupConfig())  # old keys are kept
+    with pytest.raises(ValueError, match=r"sft_warmup.env_kwargs must map a task to its options"):
+        SFTWarmupConfig.from_mapping({"env_kwargs": {"db": "sft.jsonl"}})

@@ -28,6 +28,13 @@ class SFTWarmupConfig:
         default=None, metadata={"help": "oracle: tasks to record (default: the run's tasks)."}
     )
     split: str | None = field(default=None, metadata={"help": "oracle: split to record (default: task_split)."})
+    env_kwargs: dict[str, dict[str, Any]] | None = field(
+        default=None,
+        metadata={
+            "help": "oracle: env options per task for recording, merged over the run's env_kwargs, e.g. {db: "
+            "{train_file: a larger synthesized file}} to warm up on more tasks than RL plays (None: the run's)."
+        },
+    )
     max_samples_per_task: int | None = field(
         default=None, metadata={"help": "Use at most this many transcripts per task (None: all)."}
     )
@@ -89,13 +96,12 @@ class SFTWarmupConfig:
                 raise ValueError(f"sft_warmup.{name} must be >= 1, got {getattr(self, name)}.")
         if self.max_samples_per_task is not None and self.max_samples_per_task < 1:
             raise ValueError(f"sft_warmup.max_samples_per_task must be >= 1 or None, got {self.max_samples_per_task}.")
-        if not isinstance(self.oracle_options, dict) or not all(
-            isinstance(v, dict) for v in self.oracle_options.values()
-        ):
-            raise ValueError(
-                f"sft_warmup.oracle_options must map a task to its oracle's options, e.g. {{db: {{recovery: true}}}}; "
-                f"got {self.oracle_options!r}."
-            )
+        for name, example in (("oracle_options", "{db: {recovery: true}}"), ("env_kwargs", "{db: {train_file: F}}")):
+            value = getattr(self, name)
+            if value is not None and (
+                not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values())
+            ):
+                raise ValueError(f"sft_warmup.{name} must map a task to its options, e.g. {example}; got {value!r}.")
         if not 0.0 <= self.random_names <= 1.0:
             raise ValueError(f"sft_warmup.random_names is a share of transcripts, 0 to 1; got {self.random_names}.")
         if self.random_names and not self.is_oracle:

@@ -30,7 +30,7 @@ from agentrl_trainer.sft.rename import rename_messages, word_pieces
 from agentrl_trainer.sft.render import render_transcript
 from agentrl_trainer.sft.transcripts import Transcript, kept, read_transcripts, record_oracle, tools_from_env
 
-__all__ = ["SFTWarmupResult", "run_sft_warmup", "sft_rows", "warmup_key"]
+__all__ = ["SFTWarmupResult", "recording_env_kwargs", "run_sft_warmup", "sft_rows", "warmup_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def warmup_key(model_path: str, tokenizer: Any, args: Any, warmup: SFTWarmupConf
         source = {
             "oracle": tasks,
             "split": warmup.split or args.task_split,
-            "env_kwargs": {t: (args.env_kwargs or {}).get(t) for t in tasks},
+            "env_kwargs": {t: recording_env_kwargs(args, warmup).get(t) for t in tasks},
             "data_root": str(resolve_data_root()),
         }
     else:
@@ -89,7 +89,7 @@ def warmup_key(model_path: str, tokenizer: Any, args: Any, warmup: SFTWarmupConf
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-_ADDED_LATER = {"lr_scheduler_type": "linear", "warmup_steps": 0, "random_names": 0.0}
+_ADDED_LATER = {"lr_scheduler_type": "linear", "warmup_steps": 0, "random_names": 0.0, "env_kwargs": None}
 """Settings added after checkpoints were cached, at the value they had before (:mod:`agentrl_trainer.cache_keys`)."""
 
 
@@ -107,13 +107,23 @@ def _model_identity(model_path: str) -> Any:
     return [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(path.iterdir()) if p.is_file()]
 
 
+def recording_env_kwargs(args: Any, warmup: SFTWarmupConfig) -> dict[str, dict[str, Any]]:
+    """The env options the oracle transcripts are recorded with, per task.
+
+    The run's ``env_kwargs`` with ``sft_warmup.env_kwargs`` merged over them: a key given there replaces the run's
+    value of that key, the task's other options stay.
+    """
+    run, own = args.env_kwargs or {}, warmup.env_kwargs or {}
+    return {task: dict(run.get(task) or {}) | dict(own.get(task) or {}) for task in {*run, *own}}
+
+
 def load_transcripts(warmup: SFTWarmupConfig, args: Any, env_factory: Any) -> list[Transcript]:
     """The transcripts the config names, filtered by score and capped per task."""
     if warmup.is_oracle:
         split = warmup.split or args.task_split
         transcripts: list[Transcript] = []
         for task in warmup.tasks or list(args.tasks):
-            options = dict((args.env_kwargs or {}).get(task) or {}) | dict(warmup.oracle_options.get(task) or {})
+            options = recording_env_kwargs(args, warmup).get(task, {}) | dict(warmup.oracle_options.get(task) or {})
             transcripts.extend(
                 record_oracle(
                     env_factory,
@@ -178,7 +188,8 @@ def run_sft_warmup(
         model_path: The model to start from (a path or hub id).
         tokenizer: Its tokenizer (the chat template rollouts use).
         args: The run's :class:`~agentrl_trainer.AgentRLConfig` (tasks, split, env options, max_total_tokens, seed).
-        env_factory: ``(task, split) -> env`` for recording (default: the registered tasks with ``env_kwargs``).
+        env_factory: ``(task, split) -> env`` for recording (default: the registered tasks with
+            :func:`recording_env_kwargs`).
         warmup: The stage's settings (default: ``args.sft_warmup``).
 
     Raises:
@@ -200,7 +211,7 @@ def run_sft_warmup(
     if env_factory is None:
         from agentrl_trainer.envs import make_env_factory
 
-        env_factory = make_env_factory(env_kwargs=args.env_kwargs)
+        env_factory = make_env_factory(env_kwargs=recording_env_kwargs(args, warmup))
     transcripts = load_transcripts(warmup, args, env_factory)
     rows = sft_rows(tokenizer, transcripts, random_names=warmup.random_names, seed=args.seed)
     if not rows:
