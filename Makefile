@@ -34,13 +34,15 @@ eval: setup
 # synthesized tasks, then async RL, scored before/after on held-out tasks); it first synthesizes its task files
 # (once: they stay under runs/learn). The five-task pipeline run: TRAIN_CONFIG=examples/configs/quickstart.yaml.
 TRAIN_CONFIG ?= examples/configs/learn_db.yaml
-LEARN_SYNTH := runs/learn/synth-train/db.jsonl runs/learn/synth-heldout/db.jsonl
+LEARN_SYNTH := runs/learn/synth-train/db.jsonl runs/learn/synth-train-2000/db.jsonl runs/learn/synth-heldout/db.jsonl
 train: setup $(if $(findstring learn_db,$(TRAIN_CONFIG)),$(LEARN_SYNTH))
 	uv run agentrl-train $(TRAIN_CONFIG) $(TRAIN_ARGS)
 
 # The learning config's tasks: level-1 DB and KG, a training set (seed 0) and a held-out set (seed 1).
 runs/learn/synth-train/db.jsonl:
 	uv run agentrl-envs synth --task db,kg --n 200 --seed 0 --difficulty 1 --out runs/learn/synth-train
+runs/learn/synth-train-2000/db.jsonl:
+	uv run agentrl-envs synth --task db --n 2000 --seed 0 --difficulty 1 --out runs/learn/synth-train-2000
 runs/learn/synth-heldout/db.jsonl:
 	uv run agentrl-envs synth --task db,kg --n 40 --seed 1 --difficulty 1 --out runs/learn/synth-heldout
 

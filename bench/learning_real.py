@@ -4,7 +4,7 @@ Per seed, the run ``make train`` does (``examples/configs/learn_db.yaml``, throu
 :func:`agentrl_trainer.cli.run_training`):
 
 1. synthesize level-1 DB and KG tasks with ``agentrl-envs synth`` (validated by the envs): a training set
-   (seed 0) and a held-out set (seed 1), checked for exact overlap;
+   (seed 0), a held-out set (seed 1), checked for exact overlap, and the warm-up's DB tasks (``--sft-synth-n``);
 2. build the tiny model (seeded), SFT it on oracle transcripts of the training set (DB's with an error-and-fix
    turn);
 3. async AgentRL on the real DB and KG environments on the training set, with task advantage normalization
@@ -37,27 +37,29 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "examples" / "configs" / "learn_db.yaml"
 STAGES = ("before_sft", "after_sft", "after_rl")
 VARIANTS = {"norm": True, "no_norm": False}
-QUICK = {"steps": 4, "sft_max_steps": 40, "limit": 10, "bfcl_limit": 5, "synth_n": 60, "heldout_n": 20}
+QUICK = {
+    "steps": 4,
+    "sft_max_steps": 40,
+    "limit": 10,
+    "bfcl_limit": 5,
+    "synth_n": 60,
+    "heldout_n": 20,
+    "sft_synth_n": 60,
+}
 
 
-def synthesize(out: Path, n: int, heldout_n: int) -> tuple[Path, Path]:
-    """The training (seed 0) and held-out (seed 1) task directories, synthesized once."""
-    dirs = (out / f"synth-train-{n}", out / f"synth-heldout-{heldout_n}")
-    for seed, count, path in ((0, n, dirs[0]), (1, heldout_n, dirs[1])):
-        if not (path / "db.jsonl").is_file() or not (path / "kg.json").is_file():
-            command = [
-                sys.executable,
-                "-m",
-                "agentrl_envs.cli",
-                "synth",
-                "--task",
-                "db,kg",
-                "--n",
-                str(count),
-                "--seed",
-                str(seed),
-            ]
-            subprocess.run([*command, "--difficulty", "1", "--out", str(path)], check=True, stdout=subprocess.DEVNULL)
+def synthesize(out: Path, n: int, heldout_n: int, sft_n: int) -> tuple[Path, Path, Path]:
+    """The training (seed 0), held-out (seed 1) and warm-up (DB only, seed 0) task directories, synthesized once."""
+    dirs = (out / f"synth-train-{n}", out / f"synth-heldout-{heldout_n}", out / f"synth-sft-{sft_n}")
+    for seed, count, tasks, path in (
+        (0, n, "db,kg", dirs[0]),
+        (1, heldout_n, "db,kg", dirs[1]),
+        (0, sft_n, "db", dirs[2]),
+    ):
+        if not all((path / name).is_file() for name in {"db": ["db.jsonl"], "db,kg": ["db.jsonl", "kg.json"]}[tasks]):
+            command = [sys.executable, "-m", "agentrl_envs.cli", "synth", "--task", tasks, "--n", str(count),
+                       "--seed", str(seed), "--difficulty", "1", "--out", str(path)]  # fmt: skip
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return dirs
 
 
@@ -80,7 +82,7 @@ def overlap(train: Path, heldout: Path) -> dict[str, int]:
     return out
 
 
-def overrides(args: argparse.Namespace, seed: int, variant: str, train: Path, heldout: Path) -> list[str]:
+def overrides(args: argparse.Namespace, seed: int, variant: str, train: Path, heldout: Path, sft: Path) -> list[str]:
     """``KEY=VALUE`` overrides of the learning config for one run."""
     sets = {
         "heldout": {"split": "train", "env_kwargs": {"db": {"train_file": str(heldout / "db.jsonl")},
@@ -98,12 +100,14 @@ def overrides(args: argparse.Namespace, seed: int, variant: str, train: Path, he
         "max_steps": args.steps,
         "disable_tqdm": True,
     }
-    config = load_config(args.config)[1]
+    config = load_config(args.config, args.set)[1]  # a --set sft_warmup=... is the warm-up changed below
     warmup = dict(config.sft_warmup or {})
+    if warmup.get("env_kwargs"):  # the config's warm-up tasks are make train's file: this run's own instead
+        warmup["env_kwargs"] = {"db": {"train_file": str(sft / "db.jsonl")}}
     if args.sft_max_steps is not None:
         warmup["max_steps"] = args.sft_max_steps
     values["sft_warmup"] = warmup
-    return [f"{k}={json.dumps(v)}" for k, v in values.items()] + list(args.set)
+    return list(args.set) + [f"{k}={json.dumps(v)}" for k, v in values.items()]
 
 
 def main() -> None:
@@ -117,6 +121,9 @@ def main() -> None:
     parser.add_argument("--bfcl-limit", type=int, default=20, help="BFCL samples per category scored per stage")
     parser.add_argument("--synth-n", type=int, default=200, help="training tasks per task")
     parser.add_argument("--heldout-n", type=int, default=40, help="held-out tasks per task")
+    parser.add_argument(
+        "--sft-synth-n", type=int, default=2000, help="DB tasks for the warm-up (where the config has its own)"
+    )
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ",".join(VARIANTS))
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-learning-real")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra config override")
@@ -130,13 +137,13 @@ def main() -> None:
         args.steps = load_config(args.config)[1].max_steps
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
-    train, heldout = synthesize(args.out, args.synth_n, args.heldout_n)
+    train, heldout, sft = synthesize(args.out, args.synth_n, args.heldout_n, args.sft_synth_n)
     variants = args.variants.split(",")
 
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     for seed in range(args.seeds):
         for variant in variants:
-            model_args, config = load_config(args.config, overrides(args, seed, variant, train, heldout))
+            model_args, config = load_config(args.config, overrides(args, seed, variant, train, heldout, sft))
             summary = run_training(model_args, config)
             runs[variant].append({"stages": summary["stages"], "sft_warmup": summary.get("sft_warmup")})
             print(f"seed {seed} {variant}: {json.dumps(summary['stages'])}", file=sys.stderr)

@@ -15,11 +15,15 @@ REPO = Path(__file__).parents[2]
 CONFIGS = REPO / "examples" / "configs"
 
 
-def test_the_learning_config_has_sft_with_recovery_rl_on_train_files_and_stage_eval() -> None:
+def test_the_learning_config_has_a_copying_model_renamed_sft_rl_on_train_files_and_stage_eval() -> None:
     model_args, config = load_config(CONFIGS / "learn_db.yaml")
     assert model_args.model_name_or_path == "tiny" and config.tasks == ["db", "kg"]
+    assert model_args.tiny_copy_pretrain_steps > 0  # names are copied from the prompt
     assert config.task_split == "train" and config.env_kwargs["db"]["train_file"].endswith("synth-train/db.jsonl")
-    assert config.sft_warmup_config().oracle_options == {"db": {"recovery": True}}
+    warmup = config.sft_warmup_config()
+    assert warmup.random_names == 1.0 and warmup.max_steps > 0
+    assert warmup.env_kwargs["db"]["train_file"].endswith("synth-train-2000/db.jsonl")
+    assert warmup.oracle_options == {"db": {"show_sql": True}}
     stage_eval = config.stage_eval_config()
     assert stage_eval.sets["heldout"]["split"] == "train" and stage_eval.sets["dev"] == {"split": "dev"}
     assert "synth-heldout" in stage_eval.sets["heldout"]["env_kwargs"]["kg"]["train_file"]
@@ -64,13 +68,15 @@ def test_stage_plot_draws_every_stage_and_set(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: Path) -> None:
-    """The whole pipeline with tiny budgets: synth -> SFT (with recovery) -> async RL -> stage scores, per task."""
-    warmup = {"source": "oracle", "oracle_options": {"db": {"recovery": True}}, "max_steps": 2,
-              "output_dir": str(tmp_path / "sft")}  # fmt: skip
+    """The whole pipeline with tiny budgets: synth -> SFT (renamed, with recovery) -> async RL -> stage scores."""
+    # env_kwargs as the config's (make train's warm-up file): the bench puts its own warm-up tasks there.
+    warmup = {"source": "oracle", "oracle_options": {"db": {"recovery": True}}, "max_steps": 2, "random_names": 1.0,
+              "env_kwargs": {"db": {"train_file": "absent.jsonl"}}, "output_dir": str(tmp_path / "sft")}  # fmt: skip
     command = [
         sys.executable, str(REPO / "bench" / "learning_real.py"), "--quick", "--out", str(tmp_path),
-        "--synth-n", "4", "--heldout-n", "2", "--limit", "2", "--bfcl-limit", "1", "--steps", "1",
-        "--set", "tiny_corpus_samples=4", "--set", "max_turns=2", "--set", "max_new_tokens_per_turn=16",
+        "--synth-n", "4", "--heldout-n", "2", "--sft-synth-n", "3", "--limit", "2", "--bfcl-limit", "1", "--steps", "1",
+        "--set", "tiny_corpus_samples=4", "--set", "tiny_copy_pretrain_steps=0", "--set", "tiny_hidden_size=32",
+        "--set", "max_turns=2", "--set", "max_new_tokens_per_turn=16",
         "--set", "min_groups_per_step=1", "--set", "max_groups_per_step=1", "--set", "num_generations=2",
         "--set", f"sft_warmup={json.dumps(warmup)}",
     ]  # fmt: skip
@@ -88,7 +94,7 @@ def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: 
     assert all(set(stages) == {"before_sft", "after_sft", "after_rl"} for stages in figures["bfcl"].values())
     assert figures["heldout_overlap_with_train"] == {"db": 0, "kg": 0}
     # The SFT stage trained on DB transcripts that recover from an error (recorded with recovery=True).
-    assert figures["sft_warmup"][0]["transcripts"] >= 4
+    assert figures["sft_warmup"][0]["transcripts"] >= 4  # 3 DB (the bench's own warm-up file) and the KG ones
     run = tmp_path / "norm-seed0"
     summary = json.loads((run / "summary.json").read_text())
     assert summary["steps"] == 1 and set(summary["stages"]) == {"before_sft", "after_sft", "after_rl"}
