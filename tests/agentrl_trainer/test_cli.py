@@ -18,6 +18,14 @@ def test_quickstart_config_parses_and_overrides_apply() -> None:
     assert config.max_steps == 3 and config.tasks == ["db"] and config.lagged_fraction == 0.5
 
 
+def test_floats_in_exponent_form_are_numbers_in_the_file_and_in_overrides(tmp_path: Path) -> None:
+    config_file = tmp_path / "exp.yaml"
+    config_file.write_text(QUICKSTART.read_text() + "\nlearning_rate: 3e-4\n")  # YAML 1.1 would read a string
+    assert load_config(config_file)[1].learning_rate == 3e-4
+    _, config = load_config(QUICKSTART, ["learning_rate=5e-4", "beta=1E-2", "output_dir=1e3x"])
+    assert config.learning_rate == 5e-4 and config.beta == 0.01 and config.output_dir == "1e3x"
+
+
 def test_unknown_keys_and_bad_overrides_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ValueError, match=re.escape("not KEY=VALUE")):
         load_config(QUICKSTART, ["max_steps"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -82,6 +83,24 @@ def build_parser(
     return parser
 
 
+class _ConfigLoader(yaml.SafeLoader):
+    """Safe YAML whose floats are YAML 1.2's: ``5e-4`` is a number.
+
+    YAML 1.1 reads it as a string, which reached torch's optimizer as the learning rate ``'5e-4'``.
+    """
+
+
+_ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)[eE][-+]?\d+$"),
+    list("-+0123456789."),
+)
+
+
+def _yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def load_config(path: Path, overrides: Sequence[str] = ()) -> tuple[ModelArguments, Any]:
     """Read ``path``, apply ``KEY=VALUE`` overrides and build the two configs.
 
@@ -92,14 +111,14 @@ def load_config(path: Path, overrides: Sequence[str] = ()) -> tuple[ModelArgumen
 
     from agentrl_trainer.config import AgentRLConfig
 
-    values = yaml.safe_load(path.read_text()) or {}
+    values = _yaml(path.read_text()) or {}
     if not isinstance(values, dict):
         raise ValueError(f"{path} must hold a mapping of config fields, not {type(values).__name__}.")
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise ValueError(f"Override {item!r} is not KEY=VALUE.")
-        values[key] = yaml.safe_load(raw)
+        values[key] = _yaml(raw)
     # transformers types dataclass_types as a NewType that no class matches
     parser = HfArgumentParser((ModelArguments, AgentRLConfig))  # pyright: ignore[reportArgumentType]
     model_args, config = parser.parse_dict(values)
