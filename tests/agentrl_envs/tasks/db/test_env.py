@@ -37,6 +37,17 @@ def test_reset_asks_the_question_as_upstream(make_env: Callable[..., DBEnv], dat
     assert env.max_rounds == 15
 
 
+def test_a_sample_declares_the_names_its_prompt_holds(make_env: Callable[..., DBEnv]) -> None:
+    env = make_env()
+    names = env.copyable_names(0)
+    assert names["Jiu-Jitsu Championships Results"] == "table"
+    assert {n for n, kind in names.items() if kind == "column"} == {"Result", "Opponent", "Method", "Event", "Notes"}
+    assert names["Venla Luukkonen"] == names["Points (11 x 0)"] == "value"  # the rows' text cells
+    assert not any(name.replace(".", "").replace(":", "").isdigit() for name in names)  # numbers are not names
+    messages, _ = env.reset(options={"index": 0})
+    assert all(name in messages[1]["content"] for name, kind in names.items() if kind != "value")
+
+
 def test_execute_sql_returns_rows_as_mysql_connector_prints_them(make_env: Callable[..., DBEnv]) -> None:
     env = make_env()
     env.reset(options={"index": 0})
