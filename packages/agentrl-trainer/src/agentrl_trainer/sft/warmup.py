@@ -230,6 +230,8 @@ def run_sft_warmup(
         "SFT warm-up: %d transcripts (%d trained tokens) recorded in %.1fs; training", len(rows), trained, record_s
     )
     transcript_rows, passes = len(rows), renamed_passes(warmup, len(rows))
+    if passes > 1:
+        logger.info("SFT warm-up: rendering %d more passes with new random names", passes - 1)
     for number in range(1, passes):  # new names in every pass: none can be learnt by heart
         rows += sft_rows(tokenizer, transcripts, random_names=warmup.random_names, seed=args.seed + number)
     final_loss = _train(model_path, tokenizer, rows, args, warmup, out, passes)
