@@ -21,7 +21,7 @@ def test_the_learning_config_has_a_copying_model_renamed_sft_rl_on_train_files_a
     assert model_args.tiny_copy_pretrain_steps > 0  # names are copied from the prompt
     assert config.task_split == "train" and config.env_kwargs["db"]["train_file"].endswith("synth-train/db.jsonl")
     warmup = config.sft_warmup_config()
-    assert warmup.random_names == 1.0 and warmup.max_steps > 0
+    assert 0 < warmup.random_names < 1 and warmup.max_steps > 0  # renamed and real names both
     assert warmup.env_kwargs["db"]["train_file"].endswith("synth-train-2000/db.jsonl")
     assert warmup.oracle_options == {"db": {"show_sql": True}}
     stage_eval = config.stage_eval_config()
