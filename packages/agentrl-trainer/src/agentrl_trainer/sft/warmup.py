@@ -67,10 +67,11 @@ def warmup_key(model_path: str, tokenizer: Any, args: Any, warmup: SFTWarmupConf
     if warmup.is_oracle:
         from agentrl_envs.core import resolve_data_root
 
+        recording = recording_env_kwargs(args, warmup)
         source = {
             "oracle": tasks,
             "split": warmup.split or args.task_split,
-            "env_kwargs": {t: recording_env_kwargs(args, warmup).get(t) for t in tasks},
+            "env_kwargs": {t: recording.get(t) for t in tasks},
             "data_root": str(resolve_data_root()),
         }
     else:
@@ -122,8 +123,9 @@ def load_transcripts(warmup: SFTWarmupConfig, args: Any, env_factory: Any) -> li
     if warmup.is_oracle:
         split = warmup.split or args.task_split
         transcripts: list[Transcript] = []
+        recording = recording_env_kwargs(args, warmup)
         for task in warmup.tasks or list(args.tasks):
-            options = recording_env_kwargs(args, warmup).get(task, {}) | dict(warmup.oracle_options.get(task) or {})
+            options = recording.get(task, {}) | dict(warmup.oracle_options.get(task) or {})
             transcripts.extend(
                 record_oracle(
                     env_factory,
@@ -213,16 +215,16 @@ def run_sft_warmup(
 
         env_factory = make_env_factory(env_kwargs=recording_env_kwargs(args, warmup))
     transcripts = load_transcripts(warmup, args, env_factory)
+    if warmup.random_names and transcripts and not any(t.names for t in transcripts):
+        raise ValueError(
+            f"sft_warmup.random_names is {warmup.random_names} but no task of {sorted({t.task for t in transcripts})} "
+            "declares names to rename (an env's copyable_names; DB does); set it to 0."
+        )
     rows = sft_rows(tokenizer, transcripts, random_names=warmup.random_names, seed=args.seed)
     if not rows:
         raise ValueError(
             f"SFT warm-up has no transcript to train on (source {warmup.source!r}, min_score {warmup.min_score}); "
             "check the source, or lower sft_warmup.min_score."
-        )
-    if warmup.random_names and not any(t.names for t in transcripts):
-        raise ValueError(
-            f"sft_warmup.random_names is {warmup.random_names} but no task of {sorted({t.task for t in transcripts})} "
-            "declares names to rename (an env's copyable_names; DB does); set it to 0."
         )
     record_s = time.perf_counter() - started
     trained = sum(sum(label != -100 for label in row["labels"][: args.max_total_tokens]) for row in rows)
