@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,3 +159,46 @@ def test_the_tiny_model_is_keyed_by_its_corpus_recipe_so_random_task_text_does_n
         model_args, load_config(CONFIGS / "quickstart.yaml", ["tasks=[kg]", "tiny_vocab_size=300"])[1]
     )
     assert other != first  # another recipe, another model
+
+
+def test_a_cached_model_keeps_its_stage_scores_until_what_they_depend_on_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from agentrl_trainer import stages
+    from agentrl_trainer.stages import StageEvalConfig, evaluate_model
+
+    monkeypatch.setenv("AGENTRL_CACHE_DIR", str(tmp_path / "cache"))
+    played: list[str] = []
+
+    def play(model_path: Any, tokenizer: Any, args: Any, stage_eval: StageEvalConfig) -> dict[str, Any]:
+        played.append(str(model_path))
+        return {"heldout": {"db": 0.25 * len(played)}}
+
+    monkeypatch.setattr(stages, "_play", play)
+    heldout = tmp_path / "heldout.jsonl"
+    heldout.write_text('{"task": 1}\n')
+    config = StageEvalConfig(sets={"heldout": {"split": "train", "env_kwargs": {"db": {"train_file": str(heldout)}}}})
+    args = SimpleNamespace(tasks=["db"], max_turns=4, max_new_tokens_per_turn=64, max_total_tokens=2048, seed=0)
+    tokenizer = SimpleNamespace(chat_template="{{ messages }}")
+    cached, elsewhere = tmp_path / "cache" / "sft-warmup" / "abc", tmp_path / "run"
+    cached.mkdir(parents=True)
+    elsewhere.mkdir()
+
+    first = evaluate_model(cached, tokenizer, args, config)
+    again = evaluate_model(cached, tokenizer, args, config)
+    assert first.reused_from is None and again.scores == first.scores == {"heldout": {"db": 0.25}}
+    assert again.reused_from is not None and again.reused_from.parent == cached / stages.SCORES_DIR
+    assert played == [str(cached)]
+    # Another seed, another episode limit, or other held-out tasks in the same file: played again.
+    evaluate_model(cached, tokenizer, SimpleNamespace(**{**vars(args), "seed": 1}), config)
+    evaluate_model(cached, tokenizer, SimpleNamespace(**{**vars(args), "max_turns": 5}), config)
+    heldout.write_text('{"task": 2}\n')
+    evaluate_model(cached, tokenizer, args, config)
+    assert len(played) == 4
+    # reuse: false plays again; a model outside the cache (the RL result) is never kept.
+    evaluate_model(cached, tokenizer, args, StageEvalConfig(sets=config.sets, reuse=False))
+    evaluate_model(elsewhere, tokenizer, args, config)
+    evaluate_model(elsewhere, tokenizer, args, config)
+    assert len(played) == 7 and not (elsewhere / stages.SCORES_DIR).exists()

@@ -192,3 +192,57 @@ def test_a_group_that_raises_is_logged_with_its_task_and_index(
     failed = [r for r in caplog.records if r.levelno == logging.WARNING and "group failed" in r.getMessage()]
     assert failed, [r.getMessage() for r in caplog.records]
     assert "task=length index=" in failed[0].getMessage() and "no such database" in failed[0].getMessage()
+
+
+def test_rows_with_zero_advantage_are_left_out_of_the_forward_pass_without_changing_the_gradient(
+    tmp_path: Path, tiny_model_path: Path, tokenizer: Any
+) -> None:
+    from agentrl_trainer.batch import BatchOptions, build_inputs, without_zero_advantage_rows
+    from agentrl_trainer.types import TokenSegment
+
+    trainer = _trainer(tiny_model_path, tokenizer, _config(tmp_path))
+    assert trainer._zero_rows_are_inert()  # dapo, no KL term, no entropy bonus: TRL's defaults
+    generator = torch.Generator().manual_seed(0)
+
+    def group(index: int, rewards: list[float], prompt_length: int, action_length: int) -> Group:
+        row = TrainingRow("length", "train", index)
+        prompt = torch.randint(5, 200, (prompt_length,), generator=generator).tolist()
+        trajectories = []
+        for k, reward in enumerate(rewards):
+            trajectory = Trajectory(row=row, prompt_ids=prompt, reward=reward)
+            actions = torch.randint(5, 200, (action_length + k,), generator=generator).tolist()
+            logps = (-torch.rand(len(actions), generator=generator)).tolist()
+            trajectory.segments.append(TokenSegment(tuple(actions), True, tuple(logps), version=0, engine="policy"))
+            trajectory.segments.append(TokenSegment((7, 8, 9), False, version=0))
+            trajectories.append(trajectory)
+        return Group(row, trajectories, created_version=0)
+
+    # The longest prompt and the longest completion belong to groups whose episodes all scored the same.
+    groups = [group(0, [1.0, 0.0, 0.0, 1.0], 12, 5), group(1, [0.0] * 4, 30, 3), group(2, [1.0] * 4, 8, 20)]
+    inputs, _ = build_inputs(groups, BatchOptions(pad_token_id=tokenizer.pad_token_id))
+    kept, rows = without_zero_advantage_rows(inputs)
+    assert rows == 4 and kept["prompt_ids"].shape == (4, 12) and kept["completion_ids"].shape == (4, 5 + 3 + 3)
+    assert torch.equal(kept["num_items_in_batch"], inputs["num_items_in_batch"])  # the loss's denominator is kept
+
+    model = trainer.model
+    assert model is not None
+
+    def gradient(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        model.zero_grad()
+        trainer._compute_loss(model, batch).backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by TRL's training loop
+    full, fewer = gradient(inputs), gradient(kept)
+    assert full.keys() == fewer.keys() and any(g.abs().sum() > 0 for g in full.values())
+    for name, value in full.items():
+        assert torch.allclose(value, fewer[name], atol=1e-6, rtol=1e-4), name
+
+    # A batch with no signal at all still makes a (zero) step: one row is left.
+    silent, _ = build_inputs(groups[1:], BatchOptions(pad_token_id=tokenizer.pad_token_id))
+    one, rows = without_zero_advantage_rows(silent)
+    assert rows == 1 and one["prompt_ids"].shape[0] == 1
+    # With a KL term a zero-advantage row still pulls towards the reference model: nothing is left out.
+    trainer.beta = 0.1
+    assert not trainer._zero_rows_are_inert()

@@ -17,7 +17,21 @@ import torch
 from agentrl_trainer.advantages import group_advantages, task_normalize
 from agentrl_trainer.types import Group, Trajectory
 
-__all__ = ["BatchOptions", "build_inputs"]
+__all__ = ["ROW_KEYS", "BatchOptions", "build_inputs", "without_zero_advantage_rows"]
+
+
+ROW_KEYS = (
+    "prompt_ids",
+    "prompt_mask",
+    "completion_ids",
+    "completion_mask",
+    "tool_mask",
+    "old_per_token_logps",
+    "sampling_per_token_logps",
+    "advantages",
+    "ref_per_token_logps",
+)
+"""The per-row tensors of a batch (the rest, ``num_items_in_batch``, is batch-wide)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +113,28 @@ def build_inputs(groups: list[Group], options: BatchOptions) -> tuple[dict[str, 
         "num_items_in_batch": options.all_reduce(mask.sum()) if options.all_reduce is not None else mask.sum(),
     }
     return inputs, trajectories
+
+
+def without_zero_advantage_rows(inputs: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], int]:
+    """The batch without the rows whose every token advantage is 0, and how many rows are left.
+
+    Under a loss that is a sum over tokens of ``advantage x ratio`` divided by a batch-wide token count (TRL's
+    ``dapo``, ``cispo`` and ``vespo``, with no KL term, entropy bonus or entropy mask), such a row adds exactly
+    nothing to the gradient, yet costs a forward and backward pass: a group whose episodes all succeed or all
+    fail, and every group of a task the policy cannot solve yet. ``num_items_in_batch`` keeps counting their
+    tokens, so the loss of the rows left is unchanged. One row is always left (the step still runs, with a zero
+    gradient), and padding that only the dropped rows needed is cut (rotary positions are relative, so a prompt's
+    left padding does not change its log-probs beyond float rounding).
+    """
+    keep = inputs["advantages"].ne(0).any(dim=1)
+    if not keep.any():
+        keep[0] = True
+    rows = {k: v[keep] for k, v in inputs.items() if k in ROW_KEYS}
+    prompt_start = int((rows["prompt_mask"].sum(dim=0) > 0).nonzero()[0]) if rows["prompt_mask"].any() else 0
+    completion_end = max(int(rows["completion_mask"].sum(dim=1).max()), 1)
+    for key in ("prompt_ids", "prompt_mask"):
+        rows[key] = rows[key][:, prompt_start:]
+    for key in ROW_KEYS[2:]:
+        if key in rows:
+            rows[key] = rows[key][:, :completion_end]
+    return {**inputs, **rows}, int(keep.sum())

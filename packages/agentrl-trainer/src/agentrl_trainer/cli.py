@@ -254,8 +254,10 @@ def run_training(model_args: ModelArguments, config: Any) -> dict[str, Any]:
 
     def score(stage: str, model_path: str) -> None:
         if stage_eval is not None:
-            stages[stage] = evaluate_model(model_path, tokenizer, config, stage_eval)
-            print(f"agentrl-train: {stage.replace('_', ' ')}: {json.dumps(stages[stage])}", file=sys.stderr)
+            result = evaluate_model(model_path, tokenizer, config, stage_eval)
+            stages[stage] = result.scores
+            how = f" (reused from {result.reused_from})" if result.reused_from else ""
+            print(f"agentrl-train: {stage.replace('_', ' ')}{how}: {json.dumps(result.scores)}", file=sys.stderr)
 
     path, tokenizer = prepare_model(model_args, config)
     score("before_sft", path)

@@ -12,13 +12,16 @@ go to ``summary.json`` (``stages``) and ``stages.png``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STAGES", "StageEvalConfig", "evaluate_model", "plot_stages", "write_stages"]
+from agentrl_envs.core import DataError, resolve_cache_dir, resolve_data_root
+
+__all__ = ["STAGES", "StageEvalConfig", "StageScores", "evaluate_model", "plot_stages", "score_key", "write_stages"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +48,13 @@ class StageEvalConfig:
     limit: int | None = field(default=20, metadata={"help": "Samples per task and set (None: all)."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of the evaluation episodes."})
     concurrency: int = field(default=4, metadata={"help": "Episodes in flight per task."})
+    reuse: bool = field(
+        default=True,
+        metadata={
+            "help": "Reuse the scores a cached model (the tiny model, an SFT warm-up) kept from an earlier run with "
+            "the same sets, limits, seed and code; false plays them again."
+        },
+    )
 
     def __post_init__(self) -> None:
         """Check the values."""
@@ -73,12 +83,106 @@ class StageEvalConfig:
         return cls(**values)
 
 
-def evaluate_model(model_path: str | Path, tokenizer: Any, args: Any, stage_eval: StageEvalConfig) -> dict[str, Any]:
+def evaluate_model(model_path: str | Path, tokenizer: Any, args: Any, stage_eval: StageEvalConfig) -> StageScores:
     """Success rate per set and task of the model at ``model_path`` (``{set: {task: rate}}``).
 
     Episodes use the run's turn and token limits (``max_turns``, ``max_new_tokens_per_turn``,
-    ``max_total_tokens``) with no penalty for an unfinished episode (it is simply not a success).
+    ``max_total_tokens``) with no penalty for an unfinished episode (it is simply not a success). A model in
+    the AgentRL cache (the tiny model, an SFT warm-up) keeps its scores beside its weights, keyed by everything
+    they depend on (:func:`score_key`), so a run that reuses the model reuses its scores too
+    (``stage_eval.reuse: false`` plays them again).
     """
+    score_file = _score_file(model_path, tokenizer, args, stage_eval)
+    if score_file is not None and score_file.is_file():
+        return StageScores(json.loads(score_file.read_text())["scores"], reused_from=score_file)
+    scores = _play(model_path, tokenizer, args, stage_eval)
+    if score_file is not None:
+        score_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = score_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"scores": scores, "model": str(model_path)}, indent=2))
+        tmp.replace(score_file)
+    return StageScores(scores)
+
+
+@dataclass(frozen=True)
+class StageScores:
+    """A model's success rates, ``{set: {task: rate}}``, and the file they were read from when reused."""
+
+    scores: dict[str, Any]
+    reused_from: Path | None = None
+
+
+SCORES_DIR = "stage-scores"
+"""Where a cached model keeps its scores, one file per :func:`score_key`."""
+
+
+def score_key(tokenizer: Any, args: Any, stage_eval: StageEvalConfig) -> str:
+    """Hash of what a model's scores depend on besides its weights.
+
+    The sets (with the content of every file they name), the tasks, the episode limits, the sampling settings and
+    the seed, the data root, the chat template, and the source of the packages that play and grade the episodes
+    (a change to an env or to the rollout code scores again).
+    """
+    sets = {
+        name: spec
+        | {"tasks": list(spec.get("tasks") or args.tasks), "env_kwargs": _with_file_hashes(spec.get("env_kwargs"))}
+        for name, spec in stage_eval.sets.items()
+    }
+    payload = {
+        "sets": sets,
+        "eval": {k: v for k, v in asdict(stage_eval).items() if k not in ("sets", "reuse")},
+        "limits": [args.max_turns, args.max_new_tokens_per_turn, args.max_total_tokens],
+        "seed": args.seed,
+        "data_root": _data_root(),
+        "chat_template": getattr(tokenizer, "chat_template", None),
+        "code": _code_identity(),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _score_file(model_path: str | Path, tokenizer: Any, args: Any, stage_eval: StageEvalConfig) -> Path | None:
+    """The score file of a model in the AgentRL cache (its directory never changes once written), else None."""
+    path = Path(model_path).resolve()
+    if not stage_eval.reuse or not path.is_dir() or not path.is_relative_to(resolve_cache_dir().resolve()):
+        return None
+    return path / SCORES_DIR / f"{score_key(tokenizer, args, stage_eval)}.json"
+
+
+def _data_root() -> str | None:
+    """The AgentBench data root the envs read, or None where there is none (a run of custom tasks)."""
+    try:
+        return str(resolve_data_root())
+    except DataError:
+        return None
+
+
+def _with_file_hashes(value: Any) -> Any:
+    """``value`` with every string that names a file replaced by the file's SHA-256 (its content, not its path)."""
+    if isinstance(value, dict):
+        return {k: _with_file_hashes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_file_hashes(v) for v in value]
+    if isinstance(value, str) and Path(value).is_file():
+        return {"file_sha256": hashlib.sha256(Path(value).read_bytes()).hexdigest()}
+    return value
+
+
+def _code_identity() -> str:
+    """SHA-256 of the Python sources of ``agentrl_envs`` and ``agentrl_trainer``."""
+    import agentrl_envs
+    import agentrl_trainer
+
+    digest = hashlib.sha256()
+    for package in (agentrl_envs, agentrl_trainer):
+        root = Path(str(package.__file__)).parent
+        for source in sorted(root.rglob("*.py")):
+            digest.update(str(source.relative_to(root)).encode())
+            digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+def _play(model_path: str | Path, tokenizer: Any, args: Any, stage_eval: StageEvalConfig) -> dict[str, Any]:
+    """Play every set's episodes with the model at ``model_path`` (see :func:`evaluate_model`)."""
     import torch
     from transformers import AutoModelForCausalLM
 

@@ -35,7 +35,7 @@ from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
-from agentrl_trainer.batch import BatchOptions, build_inputs
+from agentrl_trainer.batch import BatchOptions, build_inputs, without_zero_advantage_rows
 from agentrl_trainer.config import AgentRLConfig
 from agentrl_trainer.distributed import (
     all_reduce_sum,
@@ -376,11 +376,25 @@ class AgentRLTrainer(GRPOTrainer):
             ),
         )
         self._step_groups = groups
+        rows = len(trajectories)
+        if self._zero_rows_are_inert():
+            inputs, rows = without_zero_advantage_rows(inputs)
+        self._metrics["train"]["rollout/trained_rows_fraction"].append(rows / len(trajectories))
         if self.beta != 0.0:
             inputs["ref_per_token_logps"] = self._reference_logps(inputs)
         self._record(groups, trajectories, idle, version)
         device = self.accelerator.device
         return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+    def _zero_rows_are_inert(self) -> bool:
+        """Whether a row whose advantages are all 0 adds nothing to the loss (see ``without_zero_advantage_rows``)."""
+        return (
+            self.loss_type in ("dapo", "cispo", "vespo")
+            and self.beta == 0.0
+            and not self._entropy_bonus_enabled
+            and self.top_entropy_quantile == 1.0
+            and not self.aux_loss_enabled
+        )
 
     def _filter_stale(self, groups: list[Group], version: int) -> list[Group]:
         kept, dropped = self.staleness.filter(groups, version)
