@@ -264,7 +264,8 @@ def main() -> None:
     if args.checkpoint is not None:
         path, tokenizer = str(args.checkpoint), load_tokenizer(args.checkpoint)
     else:
-        model_args, config = load_config(args.config, args.set)
+        # The config's task_weights fit its own tasks; this diagnostic builds the model for whatever tasks --set gives.
+        model_args, config = load_config(args.config, ["task_weights=null", *args.set])
         path, tokenizer = prepare_model(model_args, config)
     model = AutoModelForCausalLM.from_pretrained(path)
     print(f"model {path}: {sum(p.numel() for p in model.parameters())} parameters", flush=True)
