@@ -112,8 +112,10 @@ class RecordingTrainer(AgentRLTrainer):
         super().create_accelerator_and_postprocess()
         fsdp_on_cpu(self)
 
-    def _record(self, groups: list[Group], trajectories: list[Any], idle_s: float, version: int) -> None:
-        super()._record(groups, trajectories, idle_s, version)
+    def _record(
+        self, groups: list[Group], trajectories: list[Any], idle_s: float, version: int, trained_rows: int
+    ) -> None:
+        super()._record(groups, trajectories, idle_s, version, trained_rows)
         path = self.groups_dir / f"rank-{self.accelerator.process_index}-step-{version}.pkl"
         path.write_bytes(pickle.dumps(groups))
 

@@ -20,9 +20,8 @@ from agentrl_trainer.types import Group, Trajectory
 __all__ = ["ROW_KEYS", "BatchOptions", "build_inputs", "without_zero_advantage_rows"]
 
 
-ROW_KEYS = (
-    "prompt_ids",
-    "prompt_mask",
+PROMPT_KEYS = ("prompt_ids", "prompt_mask")
+COMPLETION_KEYS = (
     "completion_ids",
     "completion_mask",
     "tool_mask",
@@ -31,6 +30,7 @@ ROW_KEYS = (
     "advantages",
     "ref_per_token_logps",
 )
+ROW_KEYS = PROMPT_KEYS + COMPLETION_KEYS
 """The per-row tensors of a batch (the rest, ``num_items_in_batch``, is batch-wide)."""
 
 
@@ -132,9 +132,9 @@ def without_zero_advantage_rows(inputs: dict[str, torch.Tensor]) -> tuple[dict[s
     rows = {k: v[keep] for k, v in inputs.items() if k in ROW_KEYS}
     prompt_start = int((rows["prompt_mask"].sum(dim=0) > 0).nonzero()[0]) if rows["prompt_mask"].any() else 0
     completion_end = max(int(rows["completion_mask"].sum(dim=1).max()), 1)
-    for key in ("prompt_ids", "prompt_mask"):
+    for key in PROMPT_KEYS:
         rows[key] = rows[key][:, prompt_start:]
-    for key in ROW_KEYS[2:]:
+    for key in COMPLETION_KEYS:
         if key in rows:
             rows[key] = rows[key][:, :completion_end]
     return {**inputs, **rows}, int(keep.sum())

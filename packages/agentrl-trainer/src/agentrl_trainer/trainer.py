@@ -376,13 +376,12 @@ class AgentRLTrainer(GRPOTrainer):
             ),
         )
         self._step_groups = groups
-        rows = len(trajectories)
+        trained_rows = len(trajectories)
         if self._zero_rows_are_inert():
-            inputs, rows = without_zero_advantage_rows(inputs)
-        self._metrics["train"]["rollout/trained_rows_fraction"].append(rows / len(trajectories))
+            inputs, trained_rows = without_zero_advantage_rows(inputs)
         if self.beta != 0.0:
             inputs["ref_per_token_logps"] = self._reference_logps(inputs)
-        self._record(groups, trajectories, idle, version)
+        self._record(groups, trajectories, idle, version, trained_rows)
         device = self.accelerator.device
         return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
@@ -419,7 +418,9 @@ class AgentRLTrainer(GRPOTrainer):
             )
         return logps
 
-    def _record(self, groups: list[Group], trajectories: list[Any], idle_s: float, version: int) -> None:
+    def _record(
+        self, groups: list[Group], trajectories: list[Any], idle_s: float, version: int, trained_rows: int
+    ) -> None:
         producer = self.producer
         assert producer is not None
         values = task_metrics(trajectories)
@@ -431,6 +432,7 @@ class AgentRLTrainer(GRPOTrainer):
         values["rollout/trajectories_per_s"] = (episodes - last_episodes) / max(now - last_time, 1e-9)
         self._last_tick = (now, episodes)
         values["rollout/groups_per_step"] = float(len(groups))
+        values["rollout/trained_rows_fraction"] = trained_rows / len(trajectories)
         values["rollout/queue_depth"] = float(producer.queue_depth)
         values["rollout/trainer_idle_s"] = idle_s
         values["rollout/trainer_idle_fraction"] = self.idle_s / max(now - self.rollouts_started, 1e-9)
