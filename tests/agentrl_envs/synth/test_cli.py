@@ -40,6 +40,7 @@ def test_synth_writes_train_files_and_a_report(tmp_path: Path, capsys: pytest.Ca
         (["--task", "sql"], "Unknown synth task(s) ['sql']"),
         (["--difficulty", "4"], "--difficulty takes levels 1-3"),
         (["--generator", "llm"], "--generator llm needs --base-url"),
+        (["--task", "kg", "--types", "counting"], "--types selects the question types of the procedural DB"),
     ],
 )
 def test_bad_arguments_say_what_to_do(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentrl_envs.core.data import DataRoot
+from agentrl_envs.core.errors import DataError
 from agentrl_envs.core.oracle import load_oracle
 from agentrl_envs.synth.db import DBAdapter, DBGenerator, complete_sample
 from agentrl_envs.synth.dedupe import THRESHOLD
@@ -126,3 +127,17 @@ def on_mariadb_label(sample: dict) -> str:
     copy = json.loads(json.dumps(sample))
     assert complete_sample(copy, backend="mariadb") is None
     return copy["label"][0]
+
+
+def test_a_types_filter_leaves_the_other_types_out_of_the_same_stream(data: DataRoot) -> None:
+    everything = _draw(data, 5, 1, n=40)
+    kept = [s for s in everything if s["type"][0] != "INSERT"]
+    types = ["other", "counting", "aggregation-MIN", "aggregation-MAX"]
+    assert [c.sample for c in islice(DBGenerator(data, seed=5, types=types).candidates(1), len(kept))] == kept
+
+
+def test_a_types_filter_says_what_it_cannot_draw(data: DataRoot) -> None:
+    with pytest.raises(DataError, match=r"Unknown DB question type\(s\) \['insert'\]"):
+        DBGenerator(data, types=["insert"])
+    with pytest.raises(DataError, match="No level-2 DB question has a type in \\['INSERT'\\]"):
+        next(DBGenerator(data, types=["INSERT"]).candidates(2))

@@ -34,6 +34,12 @@ def add_commands(groups: Any) -> None:
         "--difficulty", default="1,2,3", help="levels 1 (easy) to 3 (hard), comma-separated; written easiest first"
     )
     parser.add_argument(
+        "--types",
+        default=None,
+        help="DB only: comma-separated question types to keep (upstream's `type`: other, counting, "
+        "aggregation-MIN, aggregation-MAX, ranking, comparison, INSERT, UPDATE, DELETE; default all)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=None, help="output directory (default $AGENTRL_CACHE_DIR/synth/...)"
     )
     parser.add_argument("--data-root", default=None, help="the AgentBench data root (default $AGENTRL_DATA_ROOT)")
@@ -55,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
         raise EnvError(f"Unknown synth task(s) {unknown}; choose from {list(TASKS)}.")
     names: list[TaskName] = [cast(TaskName, t) for t in tasks]  # each is one of TASKS
     levels = _levels(args.difficulty)
+    if args.types and (names != ["db"] or args.generator != "procedural"):
+        raise EnvError(
+            "--types selects the question types of the procedural DB generator; use it with --task db alone "
+            f"and --generator procedural (got --task {args.task} --generator {args.generator})."
+        )
     if args.n < 1:
         raise EnvError(f"--n must be at least 1, got {args.n}.")
     data = DataRoot.find(args.data_root)
@@ -114,7 +125,8 @@ def make_generator(task: TaskName, data: DataRoot, args: argparse.Namespace) -> 
     if task == "db":
         from agentrl_envs.synth.db import DBGenerator
 
-        return DBGenerator(data, seed=args.seed)
+        types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
+        return DBGenerator(data, seed=args.seed, types=types)
     if task == "os":
         from agentrl_envs.synth.shell import OSGenerator
 

@@ -20,7 +20,7 @@ import functools
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,9 +36,15 @@ from agentrl_envs.tasks.db.backend import make_backend
 from agentrl_envs.tasks.db.data import SPLIT_FILES, parse_sample
 from agentrl_envs.tasks.db.grader import compare_results, is_modification
 
-__all__ = ["DBAdapter", "DBGenerator", "complete_sample"]
+__all__ = ["QUESTION_TYPES", "DBAdapter", "DBGenerator", "complete_sample"]
 
 SOURCE = "agentrl-synth"
+QUESTION_TYPES = (
+    "other", "counting", "aggregation-MIN", "aggregation-MAX", "ranking", "comparison", "INSERT", "UPDATE", "DELETE"
+)  # fmt: skip
+"""The upstream ``type`` of each question the templates write."""
+# Draws in a row whose type is filtered out before a level is declared to have none of the wanted types.
+_MAX_FILTERED_DRAWS = 10_000
 _DECIMAL = re.compile(r"Decimal\('([^']*)'\)")
 
 
@@ -400,23 +406,48 @@ class DBGenerator:
 
     task = "db"
 
-    def __init__(self, data: DataRoot, *, seed: int = 0) -> None:
+    def __init__(self, data: DataRoot, *, seed: int = 0, types: Collection[str] | None = None) -> None:
         """Prepare the generator.
 
         Args:
             data: The data root (for the wording of ``add_description``, read from a dev sample).
             seed: Seed of every random choice.
+            types: Keep only questions of these upstream types (:data:`QUESTION_TYPES`; default all). The
+                stream is the unfiltered one of the same seed with the other types left out (e.g. an RL set
+                without the INSERT questions a warm-up never solves).
+
+        Raises:
+            DataError: For a type no template writes.
         """
+        unknown = sorted(set(types or ()) - set(QUESTION_TYPES))
+        if unknown:
+            raise DataError(f"Unknown DB question type(s) {unknown}; choose from {list(QUESTION_TYPES)}.")
         self.seed = seed
+        self.types = frozenset(types) if types else None
         self._describe = add_description_template(data)
 
     def candidates(self, difficulty: int) -> Iterator[Candidate]:
-        """An endless, seeded stream of candidates of one level (drawn tables a template refuses are skipped)."""
+        """An endless, seeded stream of candidates of one level (drawn tables a template refuses are skipped).
+
+        Raises:
+            DataError: When ``types`` leaves the level nothing to draw (e.g. INSERT at level 2).
+        """
         rng = random.Random(f"agentrl-synth-db:{self.seed}:{difficulty}")
+        filtered = 0
         while True:
             sample = self._draw(rng, difficulty)
-            if sample is not None:
-                yield Candidate("db", "procedural", difficulty, sample)
+            if sample is None:
+                continue
+            if self.types is not None and sample["type"][0] not in self.types:
+                filtered += 1
+                if filtered >= _MAX_FILTERED_DRAWS:
+                    raise DataError(
+                        f"No level-{difficulty} DB question has a type in {sorted(self.types)}; "
+                        "choose other --types or --difficulty."
+                    )
+                continue
+            filtered = 0
+            yield Candidate("db", "procedural", difficulty, sample)
 
     def _draw(self, rng: random.Random, level: int) -> dict[str, Any] | None:
         table = _draw_table(rng, level)
