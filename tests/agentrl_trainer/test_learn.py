@@ -75,7 +75,7 @@ def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: 
               "env_kwargs": {"db": {"train_file": "absent.jsonl"}}, "output_dir": str(tmp_path / "sft")}  # fmt: skip
     command = [
         sys.executable, str(REPO / "bench" / "learning_real.py"), "--quick", "--out", str(tmp_path),
-        "--synth-n", "4", "--heldout-n", "2", "--sft-synth-n", "3", "--limit", "2", "--bfcl-limit", "1", "--steps", "1",
+        "--synth-n", "4", "--heldout-n", "2", "--sft-synth-n", "3", "--rl-synth-n", "3", "--limit", "2", "--bfcl-limit", "1", "--steps", "1",
         "--set", "tiny_corpus_samples=4", "--set", "tiny_copy_pretrain_steps=0", "--set", "tiny_hidden_size=32",
         "--set", "max_turns=2", "--set", "max_new_tokens_per_turn=16",
         "--set", "min_groups_per_step=1", "--set", "max_groups_per_step=1", "--set", "num_generations=2",
@@ -100,6 +100,15 @@ def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: 
     summary = json.loads((run / "summary.json").read_text())
     assert summary["steps"] == 1 and set(summary["stages"]) == {"before_sft", "after_sft", "after_rl"}
     assert (run / "stages.png").is_file() and (run / "reward.png").is_file()
+    # RL played DB's --rl-types only: no INSERT question (the warm-up never solves one)
+    rl_file = next(tmp_path.glob("synth-rl-3-*")) / "db.jsonl"
+    rl_types = {json.loads(line)["type"][0] for line in rl_file.read_text().splitlines()}
+    assert rl_types and "INSERT" not in rl_types
+    # A second invocation reuses the finished runs (a long bench can be run a few seeds at a time).
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert again.stderr.count("reused") == 2  # norm and no_norm
+    assert json.loads(again.stdout.strip().splitlines()[-1])["tasks"] == figures["tasks"]
 
 
 def test_oracle_options_record_db_transcripts_that_recover_from_an_error(tmp_path: Path) -> None:
