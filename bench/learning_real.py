@@ -5,8 +5,8 @@ Per seed, the run ``make train`` does (``examples/configs/learn_db.yaml``, throu
 
 1. synthesize level-1 DB and KG tasks with ``agentrl-envs synth`` (validated by the envs): a training set
    (seed 0), a held-out set (seed 1), checked for exact overlap, the warm-up's DB tasks (``--sft-synth-n``)
-   and RL's DB tasks (``--rl-synth-n``, only the ``--rl-types`` question types: INSERT is left out, as no
-   group of the warm-up's ever solves one and such groups teach nothing; docs/benchmarks.md, session 14);
+   and RL's DB tasks (``--rl-synth-n``, only the ``--rl-types`` question types: INSERT is left out, as the
+   warm-up rarely solves one and RL on them gained nothing; docs/benchmarks.md, session 14);
 2. build the tiny model (seeded), SFT it on oracle transcripts of the warm-up's tasks;
 3. async AgentRL on the real DB and KG environments (DB on RL's tasks, KG on the training set), with task
    advantage normalization on (``norm``) and off (``no_norm``), both from the same SFT checkpoint;
