@@ -75,7 +75,8 @@ def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: 
               "env_kwargs": {"db": {"train_file": "absent.jsonl"}}, "output_dir": str(tmp_path / "sft")}  # fmt: skip
     command = [
         sys.executable, str(REPO / "bench" / "learning_real.py"), "--quick", "--out", str(tmp_path),
-        "--synth-n", "4", "--heldout-n", "2", "--sft-synth-n", "3", "--rl-synth-n", "3", "--limit", "2", "--bfcl-limit", "1", "--steps", "1",
+        "--synth-n", "4", "--heldout-n", "2", "--sft-synth-n", "3", "--rl-synth-n", "3",
+        "--limit", "2", "--bfcl-limit", "1", "--steps", "1",
         "--set", "tiny_corpus_samples=4", "--set", "tiny_copy_pretrain_steps=0", "--set", "tiny_hidden_size=32",
         "--set", "max_turns=2", "--set", "max_new_tokens_per_turn=16",
         "--set", "min_groups_per_step=1", "--set", "max_groups_per_step=1", "--set", "num_generations=2",
