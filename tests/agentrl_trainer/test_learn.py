@@ -101,7 +101,7 @@ def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: 
     summary = json.loads((run / "summary.json").read_text())
     assert summary["steps"] == 1 and set(summary["stages"]) == {"before_sft", "after_sft", "after_rl"}
     assert (run / "stages.png").is_file() and (run / "reward.png").is_file()
-    # RL played DB's --rl-types only: no INSERT question (the warm-up never solves one)
+    # RL played DB's --rl-types only: no INSERT question (the warm-up rarely solves one)
     rl_file = next(tmp_path.glob("synth-rl-3-*")) / "db.jsonl"
     rl_types = {json.loads(line)["type"][0] for line in rl_file.read_text().splitlines()}
     assert rl_types and "INSERT" not in rl_types

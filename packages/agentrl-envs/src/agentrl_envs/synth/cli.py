@@ -55,7 +55,7 @@ def add_commands(groups: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the command; prints the table and writes the report."""
-    tasks = [t.strip() for t in args.task.split(",") if t.strip()]
+    tasks = _comma_list(args.task)
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         raise EnvError(f"Unknown synth task(s) {unknown}; choose from {list(TASKS)}.")
@@ -86,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(report))
     print(f"wrote {out}/report.json")
     return 0
+
+
+def _comma_list(text: str) -> list[str]:
+    """The items of a comma-separated option, blanks dropped."""
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _levels(text: str) -> tuple[int, ...]:
@@ -125,7 +130,7 @@ def make_generator(task: TaskName, data: DataRoot, args: argparse.Namespace) -> 
     if task == "db":
         from agentrl_envs.synth.db import DBGenerator
 
-        types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
+        types = _comma_list(args.types) if args.types else None
         return DBGenerator(data, seed=args.seed, types=types)
     if task == "os":
         from agentrl_envs.synth.shell import OSGenerator

@@ -414,7 +414,7 @@ class DBGenerator:
             seed: Seed of every random choice.
             types: Keep only questions of these upstream types (:data:`QUESTION_TYPES`; default all). The
                 stream is the unfiltered one of the same seed with the other types left out (e.g. an RL set
-                without the INSERT questions a warm-up never solves).
+                without the INSERT questions a small warm-up rarely solves).
 
         Raises:
             DataError: For a type no template writes.
