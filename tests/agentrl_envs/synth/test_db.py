@@ -17,8 +17,9 @@ from agentrl_envs.synth.dedupe import THRESHOLD
 from agentrl_envs.synth.pipeline import synthesize
 from agentrl_envs.synth.types import Candidate
 from agentrl_envs.synth.validate import play, validate
-from agentrl_envs.tasks.db.data import load_samples
+from agentrl_envs.tasks.db.data import Table, load_samples
 from agentrl_envs.tasks.db.grader import compare_results
+from agentrl_envs.tasks.db.oracle import values_only_insert
 
 
 def _draw(data: DataRoot, seed: int, level: int, n: int = 5) -> list[dict]:
@@ -108,6 +109,43 @@ def test_oracle_can_show_recovery_from_an_sql_error(data: DataRoot, tmp_path: Pa
     finally:
         env.close()
     assert json.loads(path.read_text().splitlines()[0])["source"] == "agentrl-synth"
+
+
+def test_oracle_can_insert_without_the_column_list(data: DataRoot, tmp_path: Path) -> None:
+    from agentrl_envs.tasks.db.env import DBEnv
+
+    inserts = [c.sample for c in islice(DBGenerator(data, seed=2, types=["INSERT", "other"]).candidates(1), 6)]
+    assert {s["type"][0] for s in inserts} == {"INSERT", "other"}
+    assert all(complete_sample(sample) is None for sample in inserts)  # labels and the gold hashes
+    path = DBAdapter(data).write(inserts, tmp_path / "db.jsonl")
+    env = DBEnv(split="train", train_file=path)
+    oracle = load_oracle("db", split="train", train_file=str(path), insert_values_only=True)
+    try:
+        for index, sample in enumerate(inserts):
+            reward, _, transcript = play(env, oracle, index)
+            assert reward == 1.0  # the shorter statement writes the same row: the gold table hash
+            sql = [json.loads(m["tool_calls"][0]["function"]["arguments"]).get("query") for m in transcript
+                   if m["role"] == "assistant" and m.get("tool_calls")]  # fmt: skip
+            if sample["type"][0] == "INSERT":
+                table = sample["table"]["table_name"]
+                assert sql[0].startswith(f"INSERT INTO `{table}` VALUES ('"), sql
+                assert sql[0].endswith(sample["label"][0].split(" VALUES ", 1)[1]), sql
+    finally:
+        env.close()
+
+
+def test_values_only_insert_leaves_other_statements_alone() -> None:
+    table = Table("t", ("a", "b"), ())
+    assert values_only_insert("INSERT INTO `t` (`a`, `b`) VALUES ('1', '2')", (table,)) == (
+        "INSERT INTO `t` VALUES ('1', '2')"
+    )
+    for kept in (
+        "INSERT INTO `t` (`b`, `a`) VALUES ('2', '1')",  # another order: the list says where values go
+        "INSERT INTO `t` (`a`) VALUES ('1')",  # a partial list
+        "INSERT INTO t (a, b) VALUES ('1', '2')",  # other quoting
+        "UPDATE `t` SET `a` = '1'",
+    ):
+        assert values_only_insert(kept, (table,)) == kept
 
 
 @pytest.mark.mariadb
