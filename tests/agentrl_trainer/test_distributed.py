@@ -144,7 +144,7 @@ def test_two_processes_match_one_process_on_the_same_groups(recorded: Path, tiny
     curves = [json.loads((recorded / f"{mode}-curves.json").read_text()) for mode in ("record", "replay")]
     assert len(curves[0]["grad_norm"]) == len(curves[1]["grad_norm"]) == distributed_run.STEPS
     assert curves[0]["grad_norm"] == pytest.approx(curves[1]["grad_norm"], rel=1e-4)
-    assert curves[0]["loss"] == pytest.approx(curves[1]["loss"], abs=1e-6)
+    assert curves[0]["loss"] == pytest.approx(curves[1]["loss"], abs=1e-5)  # losses near 0: float noise ~1e-6
 
 
 def _broadcast_worker(rank: int, port: int, sent: dict[str, torch.Tensor], results: Any) -> None:
