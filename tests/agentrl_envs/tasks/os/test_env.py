@@ -184,10 +184,27 @@ def test_an_init_script_killed_before_it_finished_is_an_infra_error(backend: San
     train.write_text(json.dumps([sample, {**sample, "create": {"init": {"code": "exit 3"}}}]))
     env = OSEnv(split="train", train_file=train, backend=backend)
     try:
-        with pytest.raises(agentrl_envs.InfraError, match="init script 1 was killed"):
+        with pytest.raises(agentrl_envs.InfraError, match="init script 1 was killed .* not by the sandbox's memory"):
             env.reset(options={"index": 0})
         assert env.sandbox is None  # given back, not left to the next episode
         env.reset(options={"index": 1})  # an init script's own failure is still the task's business (upstream)
         assert env.sandbox is not None
+    finally:
+        env.close()
+
+
+def test_an_init_script_killed_by_the_memory_limit_says_so(backend: SandboxBackend, tmp_path) -> None:
+    # `tail` holds a line without a newline in memory: 600 MiB of zeros is past the tests' 256 MiB limit.
+    sample = {
+        "description": "Nothing.",
+        "create": {"init": {"code": "head -c 600M /dev/zero | tail"}},
+        "evaluation": {"check": [None, {"language": "python", "code": "import sys; sys.exit(0)"}]},
+    }
+    train = tmp_path / "os.json"
+    train.write_text(json.dumps([sample]))
+    env = OSEnv(split="train", train_file=train, backend=backend)
+    try:
+        with pytest.raises(agentrl_envs.InfraError, match=r"by the OOM killer: the sandbox's memory limit of 256 MiB"):
+            env.reset(options={"index": 0})
     finally:
         env.close()

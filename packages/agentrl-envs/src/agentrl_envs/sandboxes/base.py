@@ -51,6 +51,8 @@ class ExecResult:
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
+    oom_kills: int = 0
+    """Processes the OOM killer took in the sandbox while this one ran (its memory limit was reached)."""
 
     @property
     def killed(self) -> bool:

@@ -113,6 +113,7 @@ def _run(box: PooledSandbox, op: Any, request: dict[str, Any]) -> dict[str, Any]
                 "stdout": encode(done.stdout),
                 "stderr": encode(done.stderr),
                 "timed_out": done.timed_out,
+                "oom_kills": done.oom_kills,
             }
         if op == "settle":
             box.settle()

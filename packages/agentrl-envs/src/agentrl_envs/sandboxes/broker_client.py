@@ -107,7 +107,11 @@ class BrokerSandbox(Sandbox):
         """Run an independent process in the sandbox."""
         answer = self._call({"op": "exec", "argv": argv, "timeout": timeout}, timeout or self.limits.command_timeout_s)
         return ExecResult(
-            answer["exit_code"], decode(answer["stdout"]), decode(answer["stderr"]), timed_out=answer["timed_out"]
+            answer["exit_code"],
+            decode(answer["stdout"]),
+            decode(answer["stderr"]),
+            timed_out=answer["timed_out"],
+            oom_kills=answer["oom_kills"],
         )
 
     def settle(self) -> None:

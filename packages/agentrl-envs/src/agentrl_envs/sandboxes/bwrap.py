@@ -248,6 +248,7 @@ class BwrapSandbox(Sandbox):
             *_bwrap_restrictions(str(self._layer / "root")),
             "--pidns", str(pidns), "--chdir", WORKDIR, *argv,
         ]  # fmt: skip
+        before = self._cgroup.counters()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
                 process = spawn(
@@ -272,7 +273,10 @@ class BwrapSandbox(Sandbox):
                 code, timed_out = -signal.SIGKILL, True
             out.seek(0)
             err.seek(0)
-            return ExecResult(code, out.read(_EXEC_OUTPUT_CAP), err.read(_EXEC_OUTPUT_CAP), timed_out=timed_out)
+            oom_kills = self._cgroup.counters().oom_kills - before.oom_kills
+            return ExecResult(
+                code, out.read(_EXEC_OUTPUT_CAP), err.read(_EXEC_OUTPUT_CAP), timed_out=timed_out, oom_kills=oom_kills
+            )
 
     def settle(self) -> None:
         """Wait until the sandbox's background processes stop changing (see :meth:`Cgroup.settle`)."""

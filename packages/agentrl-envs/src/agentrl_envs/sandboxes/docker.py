@@ -232,6 +232,7 @@ class DockerSandbox(Sandbox):
         limit = timeout if timeout is not None else self.limits.command_timeout_s
         command = ["timeout", "-s", "KILL", f"{limit:g}", *argv]
         started = time.monotonic()
+        before = self._counters()
         try:
             code, (stdout, stderr) = self.container.exec_run(command, demux=True, workdir=WORKDIR, user="root")
         except Exception as e:
@@ -239,7 +240,8 @@ class DockerSandbox(Sandbox):
         # `timeout -s KILL` exits 137 both when it killed the command and when something else did (the OOM
         # killer, the script itself): only the first took the whole limit.
         timed_out = code in KILLED_EXIT_CODES and time.monotonic() - started >= limit
-        return ExecResult(code, stdout or b"", stderr or b"", timed_out=timed_out)
+        oom_kills = self._counters().oom_kills - before.oom_kills
+        return ExecResult(code, stdout or b"", stderr or b"", timed_out=timed_out, oom_kills=oom_kills)
 
     def settle(self) -> None:
         """Wait until the container's background processes stop changing (see :meth:`Cgroup.settle`)."""

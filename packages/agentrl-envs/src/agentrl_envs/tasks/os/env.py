@@ -22,7 +22,7 @@ from agentrl_envs.core.errors import InfraError
 from agentrl_envs.core.messages import AssistantMessage, Message, system_message, tool_message, user_message
 from agentrl_envs.core.status import SampleStatus
 from agentrl_envs.core.tools import ToolCallError
-from agentrl_envs.sandboxes.base import Limits, Sandbox, SandboxBackend, ShellResult
+from agentrl_envs.sandboxes.base import ExecResult, Limits, Sandbox, SandboxBackend, ShellResult
 from agentrl_envs.sandboxes.options import SandboxOptions, open_sandboxes
 from agentrl_envs.sandboxes.shell import ShellLostError
 from agentrl_envs.tasks.os.data import OSSample, load_samples
@@ -108,7 +108,7 @@ class OSEnv(ToolEnv):
                 # would give a reward for another task than the one described (an empty answer "right").
                 raise InfraError(
                     f"os sample {index}: init script {number} was killed (exit {result.exit_code}) before it "
-                    "finished; the episode is not started."
+                    f"finished, {self._kill_cause(result)}; the episode is not started."
                 )
             if result.exit_code != 0:
                 # Upstream ignores how init scripts end (e.g. data/5's `apt remove sudo` without -y aborts),
@@ -123,6 +123,19 @@ class OSEnv(ToolEnv):
             system_message(self.texts["system_prompt"]),
             user_message(self.texts["first_user_template"].format(description=sample.description)),
         ]
+
+    def _kill_cause(self, result: ExecResult) -> str:
+        """Who killed an init script, as far as the sandbox can tell."""
+        assert self.sandbox is not None
+        if result.oom_kills:
+            return (
+                f"by the OOM killer: the sandbox's memory limit of {self.sandbox.limits.memory_mb} MiB was reached "
+                f"({result.oom_kills} process(es) killed; raise it with limits={{'memory_mb': ...}})"
+            )
+        return (
+            "not by the sandbox's memory limit (its OOM killer took nothing): a SIGKILL from the script itself or "
+            "from outside the sandbox (the host's OOM killer, another process)"
+        )
 
     def _respond(self, message: AssistantMessage) -> Turn:
         if not message.tool_calls:
