@@ -304,6 +304,19 @@ def test_task_batches_keep_one_task_per_batch() -> None:
     assert all(len({tasks[r] for r in batch}) == 1 for batch in batches)
 
 
+def test_task_batches_put_each_tasks_remainder_last_so_the_trainers_windows_stay_one_task() -> None:
+    # The trainer reads the flat order in windows of the batch size: a remainder in the middle would shift every
+    # later window across two tasks (no shared prompt, the slow path) for the rest of the run.
+    from agentrl_trainer.sft.prefix import task_batches
+
+    tasks = ["a"] * 9 + ["b"] * 6 + ["c"] * 8  # remainders of 1 (a) and 2 (b) with batches of 4
+    ordered = task_batches(list(range(len(tasks))), tasks, 4, seed=3)
+    assert sorted(ordered) == list(range(len(tasks)))
+    windows = [ordered[i : i + 4] for i in range(0, len(ordered), 4)]
+    assert all(len({tasks[r] for r in window}) == 1 for window in windows[:5])  # the 5 full batches
+    assert [tasks[r] for r in ordered[20:]] == ["a", "b", "b"]  # the remainders, last
+
+
 def test_the_sft_warmup_block_is_checked_and_filled_with_defaults(tmp_path: Any) -> None:
     from agentrl_trainer import AgentRLConfig
 

@@ -100,10 +100,16 @@ def prefix_shared_loss(
 
 
 def task_batches(rows: list[Any], tasks: list[str], batch_size: int, seed: int) -> list[Any]:
-    """``rows`` reordered into batches of one task each (so they share a prompt), the batches in a shuffled order."""
-    batches = []
+    """``rows`` reordered into batches of one task each (so they share a prompt), the batches in a shuffled order.
+
+    The trainer cuts the flat list into windows of ``batch_size``, so a short batch (a task's remainder) in the
+    middle would shift every window after it across two tasks' batches (which then share no prompt): the full
+    batches come first, shuffled, and the short ones last.
+    """
+    full, short = [], []
     for task in sorted(set(tasks)):
         own = [row for row, t in zip(rows, tasks, strict=True) if t == task]
-        batches.extend(own[i : i + batch_size] for i in range(0, len(own), batch_size))
-    random.Random(seed).shuffle(batches)
-    return [row for batch in batches for row in batch]
+        for i in range(0, len(own), batch_size):
+            (full if len(own[i : i + batch_size]) == batch_size else short).append(own[i : i + batch_size])
+    random.Random(seed).shuffle(full)
+    return [row for batch in full + short for row in batch]
