@@ -132,9 +132,14 @@ class OSEnv(ToolEnv):
                 f"by the OOM killer: the sandbox's memory limit of {self.sandbox.limits.memory_mb} MiB was reached "
                 f"({result.oom_kills} process(es) killed; raise it with limits={{'memory_mb': ...}})"
             )
+        shell = (
+            "the sandbox's shell is gone too (its whole pid namespace was killed)"
+            if not self.sandbox.alive
+            else "the sandbox's shell still runs"
+        )
         return (
             "not by the sandbox's memory limit (its OOM killer took nothing): a SIGKILL from the script itself or "
-            "from outside the sandbox (the host's OOM killer, another process)"
+            f"from outside the sandbox (the host's OOM killer, another process); {shell}"
         )
 
     def _respond(self, message: AssistantMessage) -> Turn:
