@@ -3,19 +3,14 @@
 Per seed, the run ``make train`` does (``examples/configs/learn_db.yaml``, through
 :func:`agentrl_trainer.cli.run_training`):
 
-1. synthesize level-1 DB and OS tasks with ``agentrl-envs synth`` (validated by the envs): the warm-up's DB
-   tasks (``--sft-synth-n``), RL's DB tasks (``--rl-synth-n``, only the ``--rl-types`` question types: INSERT
-   is left out, as the warm-up rarely solves one and RL on them gained nothing; docs/benchmarks.md, session
-   14), OS tasks for both stages (``--os-synth-n``), all seed 0, and held-out sets (seed 1) checked for exact
-   overlap with them: DB of RL's types with OS (``heldout``: the distribution RL trains on) and DB of every
-   level-1 type, INSERT included (``heldout_all``);
-2. build the tiny model (seeded), SFT it on oracle transcripts of the warm-up's DB and OS tasks;
-3. async AgentRL on the real DB and OS environments, with task advantage normalization on (``norm``) and off
-   (``no_norm``), both from the same SFT checkpoint;
-4. score success per task on the held-out sets and on dev before SFT, after SFT and after RL (sampling).
-
-The second task is OS, not KG: KG's multi-hop programs over a ~2,300-token prompt were never solved by this
-model, after SFT or RL, so its groups carry no gradient (docs/benchmarks.md, session 15).
+1. synthesize level-1 DB and KG tasks with ``agentrl-envs synth`` (validated by the envs): a training set
+   (seed 0), a held-out set (seed 1), checked for exact overlap, the warm-up's DB tasks (``--sft-synth-n``)
+   and RL's DB tasks (``--rl-synth-n``, only the ``--rl-types`` question types: INSERT is left out, as the
+   warm-up rarely solves one and RL on them gained nothing; docs/benchmarks.md, session 14);
+2. build the tiny model (seeded), SFT it on oracle transcripts of the warm-up's tasks;
+3. async AgentRL on the real DB and KG environments (DB on RL's tasks, KG on the training set), with task
+   advantage normalization on (``norm``) and off (``no_norm``), both from the same SFT checkpoint;
+4. score success per task on the held-out set and on dev before SFT, after SFT and after RL (sampling).
 
 A finished run (its ``summary.json`` beside the overrides it ran with) is reused, so the seeds of a long bench
 can be run across several invocations (``--seeds`` counts from seed 0).
@@ -25,8 +20,7 @@ can be run across several invocations (``--seeds`` counts from seed 0).
 
 Prints a table and, last, one JSON line:
 ``{"tasks": {"db": {"before_sft": [..per seed], "after_sft": [...], "after_rl": [...]}, ...}, ...}`` (held-out
-set, normalization on), with the same figures for DB of every type (``heldout_all``), normalization off
-(``no_task_norm``), dev (``dev``) and BFCL (``bfcl``).
+set, normalization on), with the same figures for normalization off (``no_task_norm``) and for dev (``dev``).
 """
 
 from __future__ import annotations
@@ -53,7 +47,7 @@ QUICK = {
     "sft_max_steps": 40,
     "limit": 10,
     "bfcl_limit": 5,
-    "os_synth_n": 60,
+    "synth_n": 60,
     "heldout_n": 20,
     "sft_synth_n": 60,
     "rl_synth_n": 60,
@@ -66,39 +60,28 @@ RUN_ARGS = "bench_overrides.json"
 class TaskFiles:
     """The synthesized task directories of a bench."""
 
-    heldout: Path  # DB (every type) and OS, seed 1
-    heldout_rl: Path  # DB, seed 1, --rl-types only
+    train: Path  # DB and KG, seed 0: KG's RL tasks
+    heldout: Path  # DB and KG, seed 1
     sft: Path  # DB, seed 0: the warm-up's
     rl: Path  # DB, seed 0, --rl-types only: DB's RL tasks
-    os: Path  # OS, seed 0: the warm-up's and RL's
-
-    def trained(self) -> list[Path]:
-        """The directories whose tasks a run trains on."""
-        return [self.sft, self.rl, self.os]
-
-
-FILE_NAMES = {"db": "db.jsonl", "os": "os.json"}
 
 
 def synthesize(out: Path, args: argparse.Namespace) -> TaskFiles:
     """The bench's task directories (see :class:`TaskFiles`), each synthesized once."""
     types = args.rl_types.replace(" ", "")
-    with_types = types.replace(",", "-")
     files = TaskFiles(
-        out / f"synth-heldout-{args.heldout_n}-db-os",
-        out / f"synth-heldout-{args.heldout_n}-{with_types}",
+        out / f"synth-train-{args.synth_n}",
+        out / f"synth-heldout-{args.heldout_n}",
         out / f"synth-sft-{args.sft_synth_n}",
-        out / f"synth-rl-{args.rl_synth_n}-{with_types}",
-        out / f"synth-os-{args.os_synth_n}",
+        out / f"synth-rl-{args.rl_synth_n}-{types.replace(',', '-')}",
     )
     for seed, count, tasks, path, extra in (
-        (1, args.heldout_n, "db,os", files.heldout, []),
-        (1, args.heldout_n, "db", files.heldout_rl, ["--types", types]),
+        (0, args.synth_n, "db,kg", files.train, []),
+        (1, args.heldout_n, "db,kg", files.heldout, []),
         (0, args.sft_synth_n, "db", files.sft, []),
         (0, args.rl_synth_n, "db", files.rl, ["--types", types]),
-        (0, args.os_synth_n, "os", files.os, []),
     ):
-        if not all((path / FILE_NAMES[task]).is_file() for task in tasks.split(",")):
+        if not all((path / name).is_file() for name in {"db": ["db.jsonl"], "db,kg": ["db.jsonl", "kg.json"]}[tasks]):
             command = [sys.executable, "-m", "agentrl_envs.cli", "synth", "--task", tasks, "--n", str(count),
                        "--seed", str(seed), "--difficulty", "1", "--out", str(path), *extra]  # fmt: skip
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -118,19 +101,17 @@ def overlap(trained: list[Path], heldout: Path) -> dict[str, int]:
         return [task_text(task, row) for row in rows]
 
     out = {}
-    for task, name in FILE_NAMES.items():
+    for task, name in (("db", "db.jsonl"), ("kg", "kg.json")):
         seen = {text for directory in trained if (directory / name).is_file() for text in texts(task, directory / name)}
-        out[task] = sum(text in seen for text in texts(task, heldout / name)) if (heldout / name).is_file() else 0
+        out[task] = sum(text in seen for text in texts(task, heldout / name))
     return out
 
 
 def overrides(args: argparse.Namespace, seed: int, variant: str, files: TaskFiles) -> list[str]:
     """``KEY=VALUE`` overrides of the learning config for one run."""
     sets = {
-        "heldout": {"split": "train", "env_kwargs": {"db": {"train_file": str(files.heldout_rl / "db.jsonl")},
-                                                     "os": {"train_file": str(files.heldout / "os.json")}}},
-        "heldout_all": {"split": "train", "tasks": ["db"],
-                        "env_kwargs": {"db": {"train_file": str(files.heldout / "db.jsonl")}}},
+        "heldout": {"split": "train", "env_kwargs": {"db": {"train_file": str(files.heldout / "db.jsonl")},
+                                                     "kg": {"train_file": str(files.heldout / "kg.json")}}},
         "dev": {"split": "dev"},
         # Held out in kind: BFCL's multi-turn categories, never trained on (the paper's Table 5).
         "bfcl": {"split": "test", "tasks": ["bfcl"], "limit": args.bfcl_limit},
@@ -139,11 +120,9 @@ def overrides(args: argparse.Namespace, seed: int, variant: str, files: TaskFile
         "seed": seed,
         "output_dir": str(args.out / f"{variant}-seed{seed}"),
         "task_advantage_normalization": VARIANTS[variant],
-        "tasks": ["db", "os"],
-        "task_weights": None,
         "env_kwargs": {
             "db": {"train_file": str(files.rl / "db.jsonl")},
-            "os": {"train_file": str(files.os / "os.json")},
+            "kg": {"train_file": str(files.train / "kg.json")},
         },
         "stage_eval": {"sets": sets, "limit": args.limit},
         "max_steps": args.steps,
@@ -151,13 +130,10 @@ def overrides(args: argparse.Namespace, seed: int, variant: str, files: TaskFile
     }
     config = load_config(args.config, args.set)[1]  # a --set sft_warmup=... is the warm-up changed below
     warmup = dict(config.sft_warmup or {})
-    if warmup.get("env_kwargs"):  # the config's warm-up tasks are make train's files: this run's own instead
-        warmup["tasks"] = ["db", "os"]
-        warmup["env_kwargs"] = {
-            "db": {"train_file": str(files.sft / "db.jsonl")},
-            "os": {"train_file": str(files.os / "os.json")},
-        }
-    warmup["max_steps"] = args.sft_max_steps
+    if warmup.get("env_kwargs"):  # the config's warm-up tasks are make train's file: this run's own instead
+        warmup["env_kwargs"] = {"db": {"train_file": str(files.sft / "db.jsonl")}}
+    if args.sft_max_steps is not None:
+        warmup["max_steps"] = args.sft_max_steps
     values["sft_warmup"] = warmup
     return list(args.set) + [f"{k}={json.dumps(v)}" for k, v in values.items()]
 
@@ -183,21 +159,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one seed, small budgets (a smoke check)")
     parser.add_argument("--config", type=Path, default=CONFIG)
     parser.add_argument("--steps", type=int, default=50, help="RL steps (make train's config runs 6)")
-    parser.add_argument(
-        "--sft-max-steps", type=int, default=2400, help="SFT steps (DB alone levelled off by ~1,500-2,250; OS "
-        "transcripts are ~40%% of the warm-up's, so DB gets ~1,400 of these)"
-    )  # fmt: skip
+    parser.add_argument("--sft-max-steps", type=int, default=None, help="SFT steps (default: the config's epochs)")
     parser.add_argument(
         "--limit", type=int, default=200, help="held-out/dev samples per task scored per stage (200: a standard "
         "error of ~0.035 on a success near 0.5; 40 gives ~0.08, too coarse for a +0.10 goal)"
     )  # fmt: skip
     parser.add_argument("--bfcl-limit", type=int, default=20, help="BFCL samples per category scored per stage")
+    parser.add_argument("--synth-n", type=int, default=200, help="training tasks per task")
     parser.add_argument("--heldout-n", type=int, default=200, help="held-out tasks per task")
     parser.add_argument(
         "--sft-synth-n", type=int, default=2000, help="DB tasks for the warm-up (where the config has its own)"
     )
     parser.add_argument("--rl-synth-n", type=int, default=2000, help="DB tasks for RL")
-    parser.add_argument("--os-synth-n", type=int, default=1500, help="OS tasks for the warm-up and RL")
     parser.add_argument(
         "--rl-types", default="other,counting,aggregation-MIN,aggregation-MAX",
         help="DB question types RL plays (agentrl-envs synth --types; default: level 1 without INSERT)",
@@ -236,17 +209,12 @@ def main() -> None:
         "dev": table(main_variant, "dev"),
         "bfcl": table(main_variant, "bfcl"),
         "no_task_norm": table("no_norm", "heldout") if "no_norm" in runs else None,
-        "heldout_all": table(main_variant, "heldout_all"),
-        "heldout_overlap_with_train": {
-            "heldout": overlap(files.trained(), files.heldout),
-            "heldout_rl": overlap(files.trained(), files.heldout_rl),
-        },
+        "heldout_overlap_with_train": overlap([files.train, files.sft, files.rl], files.heldout),
         "sft_warmup": [r["sft_warmup"] for r in runs[main_variant]],
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
     }
     for name, key in (
-        ("held-out (DB of RL's types), norm on", "tasks"),
-        ("held-out DB of every type (INSERT included), norm on", "heldout_all"),
+        ("held-out, norm on", "tasks"),
         ("held-out, norm off", "no_task_norm"),
         ("dev, norm on", "dev"),
         ("BFCL multi-turn (never trained on), norm on", "bfcl"),
