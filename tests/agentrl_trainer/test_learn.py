@@ -68,6 +68,7 @@ def test_stage_plot_draws_every_stage_and_set(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # the bench's own command has 900 s, its rerun 300 s (284 s for the test under load)
 def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: Path) -> None:
     """The whole pipeline with tiny budgets: synth -> SFT (renamed, with recovery) -> async RL -> stage scores."""
     # env_kwargs as the config's (make train's warm-up file): the bench puts its own warm-up tasks there.
