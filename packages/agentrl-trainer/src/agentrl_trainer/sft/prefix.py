@@ -109,7 +109,7 @@ def task_batches(rows: list[Any], tasks: list[str], batch_size: int, seed: int) 
     full, short = [], []
     for task in sorted(set(tasks)):
         own = [row for row, t in zip(rows, tasks, strict=True) if t == task]
-        for i in range(0, len(own), batch_size):
-            (full if len(own[i : i + batch_size]) == batch_size else short).append(own[i : i + batch_size])
+        for batch in (own[i : i + batch_size] for i in range(0, len(own), batch_size)):
+            (full if len(batch) == batch_size else short).append(batch)
     random.Random(seed).shuffle(full)
     return [row for batch in full + short for row in batch]
