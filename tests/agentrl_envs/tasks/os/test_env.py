@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from typing import Any
 
@@ -184,13 +185,57 @@ def test_an_init_script_killed_before_it_finished_is_an_infra_error(backend: San
     train.write_text(json.dumps([sample, {**sample, "create": {"init": {"code": "exit 3"}}}]))
     env = OSEnv(split="train", train_file=train, backend=backend)
     try:
-        killed_itself = "init script 1 was killed .* not by the sandbox's memory limit.*the sandbox's shell still runs"
+        killed_itself = (
+            "init script 1 was killed .* not by the sandbox's memory limit.*the sandbox's shell still runs "
+            r"\(in each of 2 fresh sandboxes\)"
+        )
         with pytest.raises(agentrl_envs.InfraError, match=killed_itself):
             env.reset(options={"index": 0})
         assert env.sandbox is None  # given back, not left to the next episode
         env.reset(options={"index": 1})  # an init script's own failure is still the task's business (upstream)
         assert env.sandbox is not None
     finally:
+        env.close()
+
+
+def test_an_init_script_killed_from_outside_once_gets_a_fresh_sandbox(backend: SandboxBackend, tmp_path) -> None:
+    # A stray SIGKILL from the host (seen about once in 2,000 resets) costs a sandbox, not the episode.
+    marker = f"{os.getpid()}{time.monotonic_ns() % 1000:03d}"  # digits: sleep reads 1.<marker> as seconds
+    sample = {
+        "description": "What is HOST in /root/x/app.env?",
+        "create": {"init": {"code": f"mkdir -p /root/x && sleep 1.{marker} ; echo HOST=h > /root/x/app.env"}},
+        "evaluation": {"match": "h"},
+    }
+    train = tmp_path / "os.json"
+    train.write_text(json.dumps([sample]))
+    killed: list[int] = []
+
+    def kill_the_first_sleep() -> None:
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            for pid in os.listdir("/proc"):
+                try:
+                    cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+                except OSError:
+                    continue
+                if cmdline[:2] == [b"sleep", f"1.{marker}".encode()]:
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append(int(pid))
+                    return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_the_first_sleep)
+    killer.start()
+    env = OSEnv(split="train", train_file=train, backend=backend)
+    try:
+        env.reset(options={"index": 0})
+        killer.join()
+        assert len(killed) == 1
+        assert env.sandbox is not None and env.sandbox.exec(["cat", "/root/x/app.env"]).stdout == b"HOST=h\n"
+        _, reward, terminated, _, info = env.step(call("answer_action", answer="h"))
+        assert (reward, terminated, info["infra_error"]) == (1.0, True, False)  # the second sandbox was set up whole
+    finally:
+        killer.join()
         env.close()
 
 
