@@ -150,14 +150,22 @@ def test_the_lagged_engine_keeps_old_weights_until_its_refresh(
     assert {g.version for g in refreshed} == {2}
 
 
-def test_a_failed_update_keeps_the_old_version(engines: list[VLLMServerEngine], hf_model: Any) -> None:
+def test_a_failed_update_keeps_the_old_version_and_weights(
+    engines: list[VLLMServerEngine], vllm_tokenizer: Any, hf_model: Any
+) -> None:
     engine = engines[0]
-    bad = {"model.layers.0.self_attn.q_proj.weight": hf_model.state_dict()["model.embed_tokens.weight"]}
-    with pytest.raises(RuntimeError, match="weight update on .* failed.*did not cover"):
-        engine.update_weights(bad, version=5)
-    assert engine.version == 0
-    # The server still serves.
-    assert len(_generate(engine, [[1, 2, 3]], 4)[0].token_ids) >= 1
+    engine.temperature = 0.0
+    batch = prompts(vllm_tokenizer, 2)
+    before = [g.token_ids for g in _generate(engine, batch, 12)]
+    state = hf_model.state_dict()
+    partial = {"model.layers.0.self_attn.q_proj.weight": state["model.embed_tokens.weight"]}
+    reshaped = {**state, "model.layers.0.mlp.up_proj.weight": state["model.layers.0.mlp.up_proj.weight"][:-1]}
+    for bad, problem in ((partial, "did not cover"), (reshaped, "of another shape")):
+        with pytest.raises(RuntimeError, match=f"weight update on .* failed.*{problem}.*keeps its weights"):
+            engine.update_weights(bad, version=5)
+        assert engine.version == 0
+        # The reload empties each layer it refills: a half-done one would serve from uninitialised memory.
+        assert [g.token_ids for g in _generate(engine, batch, 12)] == before
 
 
 def test_updates_are_serialised_across_threads(engines: list[VLLMServerEngine], hf_model: Any) -> None:

@@ -24,8 +24,14 @@ class WeightSyncExtension:
         and re-runs the kernels' weight post-processing (the CPU backend repacks linear weights, so a plain
         ``model.load_weights`` finds empty parameters); the trainer can send ``model.state_dict()`` as is.
 
+        The file is checked against the checkpoint the server started from before anything is loaded: the
+        reload empties each layer it touches and refills it from the file, so a layer the file covers only in
+        part (or with the wrong shapes) would be left holding uninitialised memory, and generation would go on
+        from garbage (seen: NaN log-probs the server cannot even encode).
+
         Raises:
-            ValueError: If the file did not cover every parameter of the model.
+            ValueError: If the file does not match the checkpoint's names and shapes (nothing was loaded), or did
+                not cover every parameter of the model.
 
         Returns:
             How many tensors were loaded.
@@ -33,6 +39,7 @@ class WeightSyncExtension:
         from safetensors.torch import load_file
 
         tensors = load_file(path, device="cpu")
+        self._agentrl_check_update(tensors)
         from vllm.model_executor.model_loader.reload import finalize_layerwise_reload, initialize_layerwise_reload
 
         runner = self.model_runner  # pyright: ignore[reportAttributeAccessIssue]  # vLLM's worker, mixed into, has it
@@ -53,6 +60,43 @@ class WeightSyncExtension:
     def agentrl_weight_loads(self) -> int:
         """How many weight updates this worker has loaded since it started (tests count pushes with it)."""
         return int(getattr(self, "_agentrl_loads", 0))
+
+    def _agentrl_check_update(self, tensors: dict[str, Any]) -> None:
+        """Refuse an update whose names or shapes differ from the served checkpoint's (see agentrl_load_weights)."""
+        expected = self._agentrl_checkpoint_shapes()
+        if expected is None:  # not a safetensors checkpoint: only the check after loading applies
+            return
+        config = self.model_runner.model_config.hf_config  # pyright: ignore[reportAttributeAccessIssue]
+        text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+        optional = {"lm_head.weight"} if getattr(text_config, "tie_word_embeddings", False) else set()
+        missing = sorted(set(expected) - set(tensors) - optional)
+        unknown = sorted(set(tensors) - set(expected) - optional)
+        reshaped = [
+            f"{name} {tuple(tensor.shape)} (served: {expected[name]})"
+            for name, tensor in sorted(tensors.items())
+            if name in expected and tuple(tensor.shape) != expected[name]
+        ]
+        problems = []
+        if missing:
+            problems.append(f"did not cover {len(missing)} of the served checkpoint's tensors, e.g. {missing[:5]}")
+        if unknown:
+            problems.append(f"has {len(unknown)} tensors the checkpoint does not, e.g. {unknown[:5]}")
+        if reshaped:
+            problems.append(f"has {len(reshaped)} tensors of another shape, e.g. {reshaped[:3]}")
+        if problems:
+            raise ValueError(
+                "The update " + "; ".join(problems) + ". Nothing was loaded: the server keeps its weights. Send the "
+                "full state dict of the model the server was started from."
+            )
+
+    def _agentrl_checkpoint_shapes(self) -> dict[str, tuple[int, ...]] | None:
+        """Names and shapes of the served checkpoint's tensors, from its safetensors headers (read once).
+
+        ``None`` when the checkpoint is not safetensors (or a hub model not in the local cache).
+        """
+        if not hasattr(self, "_agentrl_shapes"):
+            self._agentrl_shapes = _checkpoint_shapes(self.model_runner.model_config)  # pyright: ignore[reportAttributeAccessIssue]
+        return self._agentrl_shapes
 
     @staticmethod
     def _agentrl_retie(runner: Any) -> bool:
@@ -82,3 +126,30 @@ class WeightSyncExtension:
         if method is not None and hasattr(method, "process_weights_after_loading"):
             method.process_weights_after_loading(lm_head)
         return True
+
+
+def _checkpoint_shapes(model_config: Any) -> dict[str, tuple[int, ...]] | None:
+    import glob
+    import os
+
+    from safetensors import safe_open
+
+    model_dir = model_config.model
+    if not os.path.isdir(model_dir):
+        try:
+            from huggingface_hub import snapshot_download
+
+            model_dir = snapshot_download(
+                model_dir, revision=model_config.revision, local_files_only=True, allow_patterns=["*.safetensors"]
+            )
+        except Exception:  # noqa: BLE001  # not cached locally: the server loaded it some other way
+            return None
+    files = sorted(glob.glob(os.path.join(model_dir, "*.safetensors")))
+    if not files:
+        return None
+    shapes: dict[str, tuple[int, ...]] = {}
+    for file in files:
+        with safe_open(file, framework="pt") as handle:
+            for name in handle.keys():  # noqa: SIM118  # safe_open is not a mapping
+                shapes[name] = tuple(handle.get_slice(name).get_shape())
+    return shapes
