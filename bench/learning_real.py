@@ -6,21 +6,24 @@ Per seed, the run ``make train`` does (``examples/configs/learn_db.yaml``, throu
 1. synthesize level-1 DB and KG tasks with ``agentrl-envs synth`` (validated by the envs): a training set
    (seed 0), a held-out set (seed 1), checked for exact overlap, the warm-up's DB tasks (``--sft-synth-n``)
    and RL's DB tasks (``--rl-synth-n``, only the ``--rl-types`` question types: INSERT is left out, as the
-   warm-up rarely solves one and RL on them gained nothing; docs/benchmarks.md, session 14);
+   warm-up rarely solves one and RL on them gained nothing; docs/benchmarks.md, session 14), and held-out DB
+   tasks of RL's types (seed 1: what RL can be expected to improve, scored beside the held-out set of every type);
 2. build the tiny model (seeded), SFT it on oracle transcripts of the warm-up's tasks;
 3. async AgentRL on the real DB and KG environments (DB on RL's tasks, KG on the training set), with task
    advantage normalization on (``norm``) and off (``no_norm``), both from the same SFT checkpoint;
 4. score success per task on the held-out set and on dev before SFT, after SFT and after RL (sampling).
 
 A finished run (its ``summary.json`` beside the overrides it ran with) is reused, so the seeds of a long bench
-can be run across several invocations (``--seeds`` counts from seed 0).
+can be run across several invocations (``--seeds`` counts from ``--first-seed``, 0 by default; a seed takes ~2 h
+on 2 cores, so ``--first-seed 1 --seeds 1`` runs seed 1 alone).
 
     uv run python bench/learning_real.py                 # 3 seeds
     uv run python bench/learning_real.py --quick         # one seed, small budgets: a smoke check
 
 Prints a table and, last, one JSON line:
 ``{"tasks": {"db": {"before_sft": [..per seed], "after_sft": [...], "after_rl": [...]}, ...}, ...}`` (held-out
-set, normalization on), with the same figures for normalization off (``no_task_norm``) and for dev (``dev``).
+set, normalization on), with the same figures for normalization off (``no_task_norm``), for held-out DB of RL's
+types (``db_rl_types``, and ``no_task_norm_db_rl_types``) and for dev (``dev``).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class TaskFiles:
     heldout: Path  # DB and KG, seed 1
     sft: Path  # DB, seed 0: the warm-up's
     rl: Path  # DB, seed 0, --rl-types only: DB's RL tasks
+    heldout_rl: Path  # DB, seed 1, --rl-types only
 
 
 def synthesize(out: Path, args: argparse.Namespace) -> TaskFiles:
@@ -74,12 +78,14 @@ def synthesize(out: Path, args: argparse.Namespace) -> TaskFiles:
         out / f"synth-heldout-{args.heldout_n}",
         out / f"synth-sft-{args.sft_synth_n}",
         out / f"synth-rl-{args.rl_synth_n}-{types.replace(',', '-')}",
+        out / f"synth-heldout-{args.heldout_n}-{types.replace(',', '-')}",
     )
     for seed, count, tasks, path, extra in (
         (0, args.synth_n, "db,kg", files.train, []),
         (1, args.heldout_n, "db,kg", files.heldout, []),
         (0, args.sft_synth_n, "db", files.sft, []),
         (0, args.rl_synth_n, "db", files.rl, ["--types", types]),
+        (1, args.heldout_n, "db", files.heldout_rl, ["--types", types]),
     ):
         if not all((path / name).is_file() for name in {"db": ["db.jsonl"], "db,kg": ["db.jsonl", "kg.json"]}[tasks]):
             command = [sys.executable, "-m", "agentrl_envs.cli", "synth", "--task", tasks, "--n", str(count),
@@ -102,6 +108,8 @@ def overlap(trained: list[Path], heldout: Path) -> dict[str, int]:
 
     out = {}
     for task, name in (("db", "db.jsonl"), ("kg", "kg.json")):
+        if not (heldout / name).is_file():  # a set of one task (held-out DB of RL's types)
+            continue
         seen = {text for directory in trained if (directory / name).is_file() for text in texts(task, directory / name)}
         out[task] = sum(text in seen for text in texts(task, heldout / name))
     return out
@@ -112,6 +120,8 @@ def overrides(args: argparse.Namespace, seed: int, variant: str, files: TaskFile
     sets = {
         "heldout": {"split": "train", "env_kwargs": {"db": {"train_file": str(files.heldout / "db.jsonl")},
                                                      "kg": {"train_file": str(files.heldout / "kg.json")}}},
+        "heldout_rl_types": {"split": "train", "tasks": ["db"],
+                             "env_kwargs": {"db": {"train_file": str(files.heldout_rl / "db.jsonl")}}},
         "dev": {"split": "dev"},
         # Held out in kind: BFCL's multi-turn categories, never trained on (the paper's Table 5).
         "bfcl": {"split": "test", "tasks": ["bfcl"], "limit": args.bfcl_limit},
@@ -155,7 +165,8 @@ def run_once(args: argparse.Namespace, values: list[str]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=3, help="how many seeds, from --first-seed")
+    parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="one seed, small budgets (a smoke check)")
     parser.add_argument("--config", type=Path, default=CONFIG)
     parser.add_argument("--steps", type=int, default=50, help="RL steps (make train's config runs 6)")
@@ -190,7 +201,7 @@ def main() -> None:
     variants = args.variants.split(",")
 
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         for variant in variants:
             summary = run_once(args, overrides(args, seed, variant, files))
             runs[variant].append({"stages": summary["stages"], "sft_warmup": summary.get("sft_warmup")})
@@ -209,13 +220,20 @@ def main() -> None:
         "dev": table(main_variant, "dev"),
         "bfcl": table(main_variant, "bfcl"),
         "no_task_norm": table("no_norm", "heldout") if "no_norm" in runs else None,
-        "heldout_overlap_with_train": overlap([files.train, files.sft, files.rl], files.heldout),
+        "db_rl_types": table(main_variant, "heldout_rl_types"),
+        "no_task_norm_db_rl_types": table("no_norm", "heldout_rl_types") if "no_norm" in runs else None,
+        "heldout_overlap_with_train": {
+            "heldout": overlap([files.train, files.sft, files.rl], files.heldout),
+            "heldout_rl_types": overlap([files.train, files.sft, files.rl], files.heldout_rl),
+        },
         "sft_warmup": [r["sft_warmup"] for r in runs[main_variant]],
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
     }
     for name, key in (
         ("held-out, norm on", "tasks"),
         ("held-out, norm off", "no_task_norm"),
+        ("held-out DB of RL's types, norm on", "db_rl_types"),
+        ("held-out DB of RL's types, norm off", "no_task_norm_db_rl_types"),
         ("dev, norm on", "dev"),
         ("BFCL multi-turn (never trained on), norm on", "bfcl"),
     ):

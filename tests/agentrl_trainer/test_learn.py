@@ -95,7 +95,14 @@ def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: 
     categories = {"bfcl_base", "bfcl_miss_func", "bfcl_miss_param", "bfcl_long_context"}
     assert set(figures["bfcl"]) == categories
     assert all(set(stages) == {"before_sft", "after_sft", "after_rl"} for stages in figures["bfcl"].values())
-    assert figures["heldout_overlap_with_train"] == {"db": 0, "kg": 0}
+    # Held-out DB of RL's types is scored at every stage, beside the held-out set of every type.
+    for key in ("db_rl_types", "no_task_norm_db_rl_types"):
+        assert set(figures[key]) == {"db"} and set(figures[key]["db"]) == {"before_sft", "after_sft", "after_rl"}
+    heldout_rl = next(tmp_path.glob("synth-heldout-2-*")) / "db.jsonl"
+    assert {json.loads(line)["type"][0] for line in heldout_rl.read_text().splitlines()} <= {
+        "other", "counting", "aggregation-MIN", "aggregation-MAX"
+    }  # fmt: skip
+    assert figures["heldout_overlap_with_train"] == {"heldout": {"db": 0, "kg": 0}, "heldout_rl_types": {"db": 0}}
     # The SFT stage trained on DB transcripts that recover from an error (recorded with recovery=True).
     assert figures["sft_warmup"][0]["transcripts"] >= 4  # 3 DB (the bench's own warm-up file) and the KG ones
     run = tmp_path / "norm-seed0"
