@@ -4,10 +4,11 @@ Per seed, the run ``make train`` does (``examples/configs/learn_db.yaml``, throu
 :func:`agentrl_trainer.cli.run_training`):
 
 1. synthesize level-1 DB and KG tasks with ``agentrl-envs synth`` (validated by the envs): a training set
-   (seed 0), a held-out set (seed 1), checked for exact overlap, the warm-up's DB tasks (``--sft-synth-n``)
-   and RL's DB tasks (``--rl-synth-n``, only the ``--rl-types`` question types: INSERT is left out, as the
-   warm-up rarely solves one and RL on them gained nothing; docs/benchmarks.md, session 14), and held-out DB
-   tasks of RL's types (seed 1: what RL can be expected to improve, scored beside the held-out set of every type);
+   (seed 0), a held-out set (seed 1, without the tasks whose text a training set has), the warm-up's DB tasks
+   (``--sft-synth-n``) and RL's DB tasks (``--rl-synth-n``, only the ``--rl-types`` question types: INSERT is
+   left out, as the warm-up rarely solves one and RL on them gained nothing; docs/benchmarks.md, session 14),
+   and held-out DB tasks of RL's types (seed 1, unseen as the other: what RL can be expected to improve, scored
+   beside the held-out set of every type);
 2. build the tiny model (seeded), SFT it on oracle transcripts of the warm-up's tasks;
 3. async AgentRL on the real DB and KG environments (DB on RL's tasks, KG on the training set), with task
    advantage normalization on (``norm``) and off (``no_norm``), both from the same SFT checkpoint;
@@ -35,7 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +72,14 @@ class TaskFiles:
 
 
 def synthesize(out: Path, args: argparse.Namespace) -> TaskFiles:
-    """The bench's task directories (see :class:`TaskFiles`), each synthesized once."""
+    """The bench's task directories (see :class:`TaskFiles`), each synthesized once.
+
+    The held-out sets leave out every task whose text (question and schema) a training set has: level-1 DB
+    draws from a small space, so 2,000 training tasks share the text of ~12% of 200 held-out ones (rows and
+    answers differ, but the task is no longer unseen).
+    """
     types = args.rl_types.replace(" ", "")
-    files = TaskFiles(
+    raw = TaskFiles(
         out / f"synth-train-{args.synth_n}",
         out / f"synth-heldout-{args.heldout_n}",
         out / f"synth-sft-{args.sft_synth_n}",
@@ -81,38 +87,69 @@ def synthesize(out: Path, args: argparse.Namespace) -> TaskFiles:
         out / f"synth-heldout-{args.heldout_n}-{types.replace(',', '-')}",
     )
     for seed, count, tasks, path, extra in (
-        (0, args.synth_n, "db,kg", files.train, []),
-        (1, args.heldout_n, "db,kg", files.heldout, []),
-        (0, args.sft_synth_n, "db", files.sft, []),
-        (0, args.rl_synth_n, "db", files.rl, ["--types", types]),
-        (1, args.heldout_n, "db", files.heldout_rl, ["--types", types]),
+        (0, args.synth_n, "db,kg", raw.train, []),
+        (1, args.heldout_n, "db,kg", raw.heldout, []),
+        (0, args.sft_synth_n, "db", raw.sft, []),
+        (0, args.rl_synth_n, "db", raw.rl, ["--types", types]),
+        (1, args.heldout_n, "db", raw.heldout_rl, ["--types", types]),
     ):
         if not all((path / name).is_file() for name in {"db": ["db.jsonl"], "db,kg": ["db.jsonl", "kg.json"]}[tasks]):
             command = [sys.executable, "-m", "agentrl_envs.cli", "synth", "--task", tasks, "--n", str(count),
                        "--seed", str(seed), "--difficulty", "1", "--out", str(path), *extra]  # fmt: skip
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return files
+    trained = [raw.train, raw.sft, raw.rl]
+    return replace(raw, heldout=drop_seen(raw.heldout, trained), heldout_rl=drop_seen(raw.heldout_rl, trained))
+
+
+_TASK_FILES = (("db", "db.jsonl"), ("kg", "kg.json"))
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return json.loads(path.read_text())
+
+
+def _seen(trained: list[Path], task: str, name: str) -> set[str]:
+    """The task texts of the ``trained`` directories' ``name`` files."""
+    from agentrl_envs.synth.dedupe import task_text
+
+    return {
+        task_text(task, row) for directory in trained if (directory / name).is_file() for row in _rows(directory / name)
+    }
+
+
+def drop_seen(heldout: Path, trained: list[Path]) -> Path:
+    """``<heldout>-unseen``: the held-out directory without the tasks whose text a ``trained`` directory has."""
+    from agentrl_envs.synth.dedupe import task_text
+
+    out = heldout.with_name(heldout.name + "-unseen")
+    out.mkdir(exist_ok=True)
+    for task, name in _TASK_FILES:
+        if not (heldout / name).is_file():  # a set of one task (held-out DB of RL's types)
+            continue
+        seen = _seen(trained, task, name)
+        kept = [row for row in _rows(heldout / name) if task_text(task, row) not in seen]
+        text = "".join(json.dumps(row) + "\n" for row in kept) if name.endswith(".jsonl") else json.dumps(kept)
+        (out / name).write_text(text, encoding="utf-8")
+    return out
 
 
 def overlap(trained: list[Path], heldout: Path) -> dict[str, int]:
     """Held-out tasks whose text (question and schema) equals a task's of a ``trained`` directory, per task."""
     from agentrl_envs.synth.dedupe import task_text
 
-    def texts(task: str, path: Path) -> list[str]:
-        rows = (
-            [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-            if path.suffix == ".jsonl"
-            else json.loads(path.read_text())
-        )
-        return [task_text(task, row) for row in rows]
-
     out = {}
-    for task, name in (("db", "db.jsonl"), ("kg", "kg.json")):
-        if not (heldout / name).is_file():  # a set of one task (held-out DB of RL's types)
-            continue
-        seen = {text for directory in trained if (directory / name).is_file() for text in texts(task, directory / name)}
-        out[task] = sum(text in seen for text in texts(task, heldout / name))
+    for task, name in _TASK_FILES:
+        if (heldout / name).is_file():
+            seen = _seen(trained, task, name)
+            out[task] = sum(task_text(task, row) in seen for row in _rows(heldout / name))
     return out
+
+
+def sizes(directory: Path) -> dict[str, int]:
+    """Tasks per task file of a directory."""
+    return {task: len(_rows(directory / name)) for task, name in _TASK_FILES if (directory / name).is_file()}
 
 
 def overrides(args: argparse.Namespace, seed: int, variant: str, files: TaskFiles) -> list[str]:
@@ -226,6 +263,8 @@ def main() -> None:
             "heldout": overlap([files.train, files.sft, files.rl], files.heldout),
             "heldout_rl_types": overlap([files.train, files.sft, files.rl], files.heldout_rl),
         },
+        # What is left of --heldout-n once tasks a training set has were dropped (synthesize).
+        "heldout_sizes": {"heldout": sizes(files.heldout), "heldout_rl_types": sizes(files.heldout_rl)},
         "sft_warmup": [r["sft_warmup"] for r in runs[main_variant]],
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
     }

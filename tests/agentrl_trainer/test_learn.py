@@ -98,11 +98,13 @@ def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: 
     # Held-out DB of RL's types is scored at every stage, beside the held-out set of every type.
     for key in ("db_rl_types", "no_task_norm_db_rl_types"):
         assert set(figures[key]) == {"db"} and set(figures[key]["db"]) == {"before_sft", "after_sft", "after_rl"}
-    heldout_rl = next(tmp_path.glob("synth-heldout-2-*")) / "db.jsonl"
+    heldout_rl = next(tmp_path.glob("synth-heldout-2-*-unseen")) / "db.jsonl"
     assert {json.loads(line)["type"][0] for line in heldout_rl.read_text().splitlines()} <= {
         "other", "counting", "aggregation-MIN", "aggregation-MAX"
     }  # fmt: skip
+    # Held-out sets keep only tasks whose text no training set has (level-1 DB draws from a small space).
     assert figures["heldout_overlap_with_train"] == {"heldout": {"db": 0, "kg": 0}, "heldout_rl_types": {"db": 0}}
+    assert 1 <= figures["heldout_sizes"]["heldout_rl_types"]["db"] <= 2
     # The SFT stage trained on DB transcripts that recover from an error (recorded with recovery=True).
     assert figures["sft_warmup"][0]["transcripts"] >= 4  # 3 DB (the bench's own warm-up file) and the KG ones
     run = tmp_path / "norm-seed0"
