@@ -56,6 +56,7 @@ QUICK = {
     "sft_synth_n": 60,
     "rl_synth_n": 60,
 }
+_TASK_FILES = (("db", "db.jsonl"), ("kg", "kg.json"))
 RUN_ARGS = "bench_overrides.json"
 """Beside a run's summary.json: the overrides it ran with (a run is reused only for the same ones)."""
 
@@ -69,6 +70,10 @@ class TaskFiles:
     sft: Path  # DB, seed 0: the warm-up's
     rl: Path  # DB, seed 0, --rl-types only: DB's RL tasks
     heldout_rl: Path  # DB, seed 1, --rl-types only
+
+    def trained(self) -> list[Path]:
+        """The directories whose tasks a run trains on."""
+        return [self.train, self.sft, self.rl]
 
 
 def synthesize(out: Path, args: argparse.Namespace) -> TaskFiles:
@@ -93,15 +98,13 @@ def synthesize(out: Path, args: argparse.Namespace) -> TaskFiles:
         (0, args.rl_synth_n, "db", raw.rl, ["--types", types]),
         (1, args.heldout_n, "db", raw.heldout_rl, ["--types", types]),
     ):
-        if not all((path / name).is_file() for name in {"db": ["db.jsonl"], "db,kg": ["db.jsonl", "kg.json"]}[tasks]):
+        if not all((path / dict(_TASK_FILES)[task]).is_file() for task in tasks.split(",")):
             command = [sys.executable, "-m", "agentrl_envs.cli", "synth", "--task", tasks, "--n", str(count),
                        "--seed", str(seed), "--difficulty", "1", "--out", str(path), *extra]  # fmt: skip
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    trained = [raw.train, raw.sft, raw.rl]
-    return replace(raw, heldout=drop_seen(raw.heldout, trained), heldout_rl=drop_seen(raw.heldout_rl, trained))
-
-
-_TASK_FILES = (("db", "db.jsonl"), ("kg", "kg.json"))
+    return replace(
+        raw, heldout=drop_seen(raw.heldout, raw.trained()), heldout_rl=drop_seen(raw.heldout_rl, raw.trained())
+    )
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -260,8 +263,8 @@ def main() -> None:
         "db_rl_types": table(main_variant, "heldout_rl_types"),
         "no_task_norm_db_rl_types": table("no_norm", "heldout_rl_types") if "no_norm" in runs else None,
         "heldout_overlap_with_train": {
-            "heldout": overlap([files.train, files.sft, files.rl], files.heldout),
-            "heldout_rl_types": overlap([files.train, files.sft, files.rl], files.heldout_rl),
+            "heldout": overlap(files.trained(), files.heldout),
+            "heldout_rl_types": overlap(files.trained(), files.heldout_rl),
         },
         # What is left of --heldout-n once tasks a training set has were dropped (synthesize).
         "heldout_sizes": {"heldout": sizes(files.heldout), "heldout_rl_types": sizes(files.heldout_rl)},

@@ -66,9 +66,8 @@ class WeightSyncExtension:
         expected = self._agentrl_checkpoint_shapes()
         if expected is None:  # not a safetensors checkpoint: only the check after loading applies
             return
-        config = self.model_runner.model_config.hf_config  # pyright: ignore[reportAttributeAccessIssue]
-        text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
-        optional = {"lm_head.weight"} if getattr(text_config, "tie_word_embeddings", False) else set()
+        runner = self.model_runner  # pyright: ignore[reportAttributeAccessIssue]  # vLLM's worker, mixed into, has it
+        optional = {"lm_head.weight"} if _tied_embeddings(runner) else set()
         missing = sorted(set(expected) - set(tensors) - optional)
         unknown = sorted(set(tensors) - set(expected) - optional)
         reshaped = [
@@ -107,9 +106,7 @@ class WeightSyncExtension:
         old weights. Found by the tests comparing against transformers after an update.
         """
         model = runner.model
-        hf_config = runner.model_config.hf_config
-        text_config = hf_config.get_text_config() if hasattr(hf_config, "get_text_config") else hf_config
-        if not getattr(text_config, "tie_word_embeddings", False):
+        if not _tied_embeddings(runner):
             return False
         lm_head = getattr(model, "lm_head", None)
         embed = getattr(getattr(model, "model", None), "embed_tokens", None)
@@ -126,6 +123,13 @@ class WeightSyncExtension:
         if method is not None and hasattr(method, "process_weights_after_loading"):
             method.process_weights_after_loading(lm_head)
         return True
+
+
+def _tied_embeddings(runner: Any) -> bool:
+    """Whether the served model ties ``lm_head`` to the input embeddings (its checkpoint then has no lm_head)."""
+    hf_config = runner.model_config.hf_config
+    text_config = hf_config.get_text_config() if hasattr(hf_config, "get_text_config") else hf_config
+    return bool(getattr(text_config, "tie_word_embeddings", False))
 
 
 def _checkpoint_shapes(model_config: Any) -> dict[str, tuple[int, ...]] | None:
