@@ -34,17 +34,19 @@ eval: setup
 # synthesized tasks, then async RL, scored before/after on held-out tasks); it first synthesizes its task files
 # (once: they stay under runs/learn). The five-task pipeline run: TRAIN_CONFIG=examples/configs/quickstart.yaml.
 TRAIN_CONFIG ?= examples/configs/learn_db.yaml
-LEARN_SYNTH := runs/learn/synth-train/db.jsonl runs/learn/synth-train-2000/db.jsonl runs/learn/synth-heldout/db.jsonl
+LEARN_SYNTH := runs/learn/synth-train/db.jsonl runs/learn/synth-train-2000/db.jsonl runs/learn/synth-heldout-unseen/db.jsonl
 train: setup $(if $(findstring learn_db,$(TRAIN_CONFIG)),$(LEARN_SYNTH))
 	uv run agentrl-train $(TRAIN_CONFIG) $(TRAIN_ARGS)
 
-# The learning config's tasks: level-1 DB and KG, a training set (seed 0) and a held-out set (seed 1).
+# The learning config's tasks: level-1 DB and KG, training sets (seed 0) and a held-out set (seed 1) that has none of
+# their tasks (--exclude: level-1 DB draws from a small space, and ~15% of a seed would repeat a training task).
 runs/learn/synth-train/db.jsonl:
 	uv run agentrl-envs synth --task db,kg --n 200 --seed 0 --difficulty 1 --out runs/learn/synth-train
 runs/learn/synth-train-2000/db.jsonl:
 	uv run agentrl-envs synth --task db --n 2000 --seed 0 --difficulty 1 --out runs/learn/synth-train-2000
-runs/learn/synth-heldout/db.jsonl:
-	uv run agentrl-envs synth --task db,kg --n 40 --seed 1 --difficulty 1 --out runs/learn/synth-heldout
+runs/learn/synth-heldout-unseen/db.jsonl: runs/learn/synth-train/db.jsonl runs/learn/synth-train-2000/db.jsonl
+	uv run agentrl-envs synth --task db,kg --n 40 --seed 1 --difficulty 1 --out runs/learn/synth-heldout-unseen \
+		--exclude runs/learn/synth-train --exclude runs/learn/synth-train-2000
 
 # `make bench BENCH=env_step BENCH_ARGS="--tasks db"` runs one benchmark under bench/.
 BENCH ?= env_step

@@ -4,7 +4,7 @@ Per seed, the run ``make train`` does (``examples/configs/learn_db.yaml``, throu
 :func:`agentrl_trainer.cli.run_training`):
 
 1. synthesize level-1 DB and KG tasks with ``agentrl-envs synth`` (validated by the envs): a training set
-   (seed 0), a held-out set (seed 1, without the tasks whose text a training set has), the warm-up's DB tasks
+   (seed 0), a held-out set (seed 1, none of whose tasks has the text of a training task), the warm-up's DB tasks
    (``--sft-synth-n``) and RL's DB tasks (``--rl-synth-n``, only the ``--rl-types`` question types: INSERT is
    left out, as the warm-up rarely solves one and RL on them gained nothing; docs/benchmarks.md, session 14),
    and held-out DB tasks of RL's types (seed 1, unseen as the other: what RL can be expected to improve, scored
@@ -30,16 +30,18 @@ types (``db_rl_types``, and ``no_task_norm_db_rl_types``) and for dev (``dev``).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentrl_envs.synth.dedupe import normalized, read_samples, task_text, texts_in
 from agentrl_trainer.cli import load_config, run_training
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,8 +59,10 @@ QUICK = {
     "rl_synth_n": 60,
 }
 _TASK_FILES = (("db", "db.jsonl"), ("kg", "kg.json"))
+SYNTH_ARGS = "bench_synth_options.json"
+"""In a synthesized directory: the ``synth`` options that wrote it."""
 RUN_ARGS = "bench_overrides.json"
-"""Beside a run's summary.json: the overrides it ran with (a run is reused only for the same ones)."""
+"""Beside a run's summary.json: the overrides and task files it ran with (a run is reused only for the same)."""
 
 
 @dataclass(frozen=True)
@@ -79,80 +83,58 @@ class TaskFiles:
 def synthesize(out: Path, args: argparse.Namespace) -> TaskFiles:
     """The bench's task directories (see :class:`TaskFiles`), each synthesized once.
 
-    The held-out sets leave out every task whose text (question and schema) a training set has: level-1 DB
-    draws from a small space, so 2,000 training tasks share the text of ~12% of 200 held-out ones (rows and
-    answers differ, but the task is no longer unseen).
+    The held-out sets are synthesized with ``--exclude`` of every training set, so none of their tasks has the
+    text (question and schema, case folded) of a task the run trains on: level-1 DB draws from a small space, and
+    without it 4,200 training tasks shared the text of ~16% of 200 held-out ones (rows and answers differ, but
+    the task is no longer unseen).
     """
     types = args.rl_types.replace(" ", "")
-    raw = TaskFiles(
+    files = TaskFiles(
         out / f"synth-train-{args.synth_n}",
-        out / f"synth-heldout-{args.heldout_n}",
+        out / f"synth-heldout-{args.heldout_n}-unseen",
         out / f"synth-sft-{args.sft_synth_n}",
         out / f"synth-rl-{args.rl_synth_n}-{types.replace(',', '-')}",
-        out / f"synth-heldout-{args.heldout_n}-{types.replace(',', '-')}",
+        out / f"synth-heldout-{args.heldout_n}-{types.replace(',', '-')}-unseen",
     )
-    for seed, count, tasks, path, extra in (
-        (0, args.synth_n, "db,kg", raw.train, []),
-        (1, args.heldout_n, "db,kg", raw.heldout, []),
-        (0, args.sft_synth_n, "db", raw.sft, []),
-        (0, args.rl_synth_n, "db", raw.rl, ["--types", types]),
-        (1, args.heldout_n, "db", raw.heldout_rl, ["--types", types]),
+    unseen = [option for trained in files.trained() for option in ("--exclude", str(trained))]
+    for seed, count, tasks, path, extra in (  # the training sets first: the held-out ones exclude them
+        (0, args.synth_n, "db,kg", files.train, []),
+        (0, args.sft_synth_n, "db", files.sft, []),
+        (0, args.rl_synth_n, "db", files.rl, ["--types", types]),
+        (1, args.heldout_n, "db,kg", files.heldout, unseen),
+        (1, args.heldout_n, "db", files.heldout_rl, ["--types", types, *unseen]),
     ):
-        if not all((path / dict(_TASK_FILES)[task]).is_file() for task in tasks.split(",")):
-            command = [sys.executable, "-m", "agentrl_envs.cli", "synth", "--task", tasks, "--n", str(count),
-                       "--seed", str(seed), "--difficulty", "1", "--out", str(path), *extra]  # fmt: skip
+        options = ["--task", tasks, "--n", str(count), "--seed", str(seed), "--difficulty", "1", *extra]
+        marker = path / SYNTH_ARGS  # a directory is reused only if these options wrote it
+        if not marker.is_file() or json.loads(marker.read_text()) != options:
+            command = [sys.executable, "-m", "agentrl_envs.cli", "synth", *options, "--out", str(path)]
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return replace(
-        raw, heldout=drop_seen(raw.heldout, raw.trained()), heldout_rl=drop_seen(raw.heldout_rl, raw.trained())
-    )
+            marker.write_text(json.dumps(options) + "\n", encoding="utf-8")
+    return files
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    if path.suffix == ".jsonl":
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return json.loads(path.read_text())
-
-
-def _seen(trained: list[Path], task: str, name: str) -> set[str]:
-    """The task texts of the ``trained`` directories' ``name`` files."""
-    from agentrl_envs.synth.dedupe import task_text
-
-    return {
-        task_text(task, row) for directory in trained if (directory / name).is_file() for row in _rows(directory / name)
-    }
-
-
-def drop_seen(heldout: Path, trained: list[Path]) -> Path:
-    """``<heldout>-unseen``: the held-out directory without the tasks whose text a ``trained`` directory has."""
-    from agentrl_envs.synth.dedupe import task_text
-
-    out = heldout.with_name(heldout.name + "-unseen")
-    out.mkdir(exist_ok=True)
-    for task, name in _TASK_FILES:
-        if not (heldout / name).is_file():  # a set of one task (held-out DB of RL's types)
-            continue
-        seen = _seen(trained, task, name)
-        kept = [row for row in _rows(heldout / name) if task_text(task, row) not in seen]
-        text = "".join(json.dumps(row) + "\n" for row in kept) if name.endswith(".jsonl") else json.dumps(kept)
-        (out / name).write_text(text, encoding="utf-8")
-    return out
+def fingerprint(files: TaskFiles) -> dict[str, str]:
+    """The SHA-256 of every task file of the bench: a run is reused only if it trained and scored on these."""
+    paths = sorted(d / name for d in vars(files).values() for _, name in _TASK_FILES if (d / name).is_file())
+    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths}
 
 
 def overlap(trained: list[Path], heldout: Path) -> dict[str, int]:
-    """Held-out tasks whose text (question and schema) equals a task's of a ``trained`` directory, per task."""
-    from agentrl_envs.synth.dedupe import task_text
+    """Held-out tasks whose text (question and schema) equals a task's of a ``trained`` directory, per task.
 
+    0 by construction (``synth --exclude``): the check that it held.
+    """
     out = {}
     for task, name in _TASK_FILES:
         if (heldout / name).is_file():
-            seen = _seen(trained, task, name)
-            out[task] = sum(task_text(task, row) in seen for row in _rows(heldout / name))
+            seen = set().union(*(texts_in(task, d / name) for d in trained if (d / name).is_file()))
+            out[task] = sum(normalized(task_text(task, row)) in seen for row in read_samples(heldout / name))
     return out
 
 
 def sizes(directory: Path) -> dict[str, int]:
     """Tasks per task file of a directory."""
-    return {task: len(_rows(directory / name)) for task, name in _TASK_FILES if (directory / name).is_file()}
+    return {task: len(read_samples(directory / name)) for task, name in _TASK_FILES if (directory / name).is_file()}
 
 
 def overrides(args: argparse.Namespace, seed: int, variant: str, files: TaskFiles) -> list[str]:
@@ -188,18 +170,20 @@ def overrides(args: argparse.Namespace, seed: int, variant: str, files: TaskFile
     return list(args.set) + [f"{k}={json.dumps(v)}" for k, v in values.items()]
 
 
-def run_once(args: argparse.Namespace, values: list[str]) -> dict[str, Any]:
-    """One training run's summary: a finished run with the same overrides is reused, else trained now."""
+def run_once(args: argparse.Namespace, values: list[str], files: dict[str, str]) -> dict[str, Any]:
+    """One training run's summary: a finished run with the same overrides and task files (their
+    :func:`fingerprint`) is reused, else trained now."""
     model_args, config = load_config(args.config, values)
     output = Path(config.output_dir)
     summary_path, args_path = output / "summary.json", output / RUN_ARGS
-    if summary_path.is_file() and args_path.is_file() and json.loads(args_path.read_text()) == values:
+    ran_with = {"overrides": values, "task_files": files}
+    if summary_path.is_file() and args_path.is_file() and json.loads(args_path.read_text()) == ran_with:
         summary = json.loads(summary_path.read_text())
         if "after_rl" in summary.get("stages", {}):
             print(f"reused {output} (finished with the same overrides)", file=sys.stderr)
             return summary
     summary = run_training(model_args, config)
-    args_path.write_text(json.dumps(values, indent=1) + "\n", encoding="utf-8")
+    args_path.write_text(json.dumps(ran_with, indent=1) + "\n", encoding="utf-8")
     return summary
 
 
@@ -243,7 +227,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         for variant in variants:
-            summary = run_once(args, overrides(args, seed, variant, files))
+            summary = run_once(args, overrides(args, seed, variant, files), fingerprint(files))
             runs[variant].append({"stages": summary["stages"], "sft_warmup": summary.get("sft_warmup")})
             print(f"seed {seed} {variant}: {json.dumps(summary['stages'])}", file=sys.stderr)
 
@@ -266,7 +250,6 @@ def main() -> None:
             "heldout": overlap(files.trained(), files.heldout),
             "heldout_rl_types": overlap(files.trained(), files.heldout_rl),
         },
-        # What is left of --heldout-n once tasks a training set has were dropped (synthesize).
         "heldout_sizes": {"heldout": sizes(files.heldout), "heldout_rl_types": sizes(files.heldout_rl)},
         "sft_warmup": [r["sft_warmup"] for r in runs[main_variant]],
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},

@@ -14,6 +14,7 @@ from typing import Any, cast, get_args
 
 from agentrl_envs.core.data import DataRoot, resolve_cache_dir
 from agentrl_envs.core.errors import EnvError
+from agentrl_envs.synth.dedupe import texts_in
 from agentrl_envs.synth.pipeline import Generator, synthesize
 from agentrl_envs.synth.types import DIFFICULTIES, TaskName
 from agentrl_envs.synth.validate import TaskAdapter
@@ -49,6 +50,15 @@ def add_commands(groups: Any) -> None:
     )
     parser.add_argument("--model", default=None, help="LLM mode: the model name to ask")
     parser.add_argument("--api-key", default=None, help="LLM mode: API key (default $OPENAI_API_KEY or none)")
+    parser.add_argument(
+        "--exclude",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory `synth` wrote (repeatable): leave out tasks whose text (question and schema) one of its "
+        "task files has, drawing others instead; use it to synthesize a held-out set that no training set overlaps",
+    )
     parser.add_argument("--no-oracle-check", action="store_true", help="skip replaying the oracle on the output")
     parser.set_defaults(run=run)
 
@@ -68,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.n < 1:
         raise EnvError(f"--n must be at least 1, got {args.n}.")
+    for directory in args.exclude:
+        if not directory.is_dir():
+            raise EnvError(f"--exclude {directory}: no such directory; give a directory `synth --out` wrote.")
     data = DataRoot.find(args.data_root)
     out = args.out or resolve_cache_dir() / "synth" / f"{args.generator}-seed{args.seed}"
     report = []
@@ -77,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         path = out / f"{task}{adapter.suffix}"
         result = synthesize(
             adapter, generator, name=args.generator, n=args.n, difficulties=levels, out=path,
-            check_oracle=not args.no_oracle_check,
+            check_oracle=not args.no_oracle_check, exclude=_excluded_texts(task, adapter.suffix, args.exclude),
         )  # fmt: skip
         entry = result.counts.to_json() | {"file": str(result.path) if result.path else None}
         report.append(entry)
@@ -86,6 +99,12 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(report))
     print(f"wrote {out}/report.json")
     return 0
+
+
+def _excluded_texts(task: TaskName, suffix: str, directories: list[Path]) -> frozenset[str]:
+    """The texts of ``task``'s files in the ``--exclude`` directories (a directory without one adds nothing)."""
+    files = [d / f"{task}{suffix}" for d in directories if (d / f"{task}{suffix}").is_file()]
+    return frozenset().union(*(texts_in(task, f) for f in files))
 
 
 def _comma_list(text: str) -> list[str]:

@@ -5,20 +5,24 @@ table name and column names; OS the description and its init script; KG the ques
 the relations of its program. Two texts are compared by the Jaccard similarity of their word 3-gram sets
 (texts under three words use their words). A candidate whose similarity to any ``test`` or ``dev`` sample
 reaches :data:`THRESHOLD` is dropped as ``near_duplicate``; one that repeats an earlier candidate of the
-same run exactly is dropped as ``duplicate``. Lookups go through an inverted index of n-grams, so a
+same run exactly is dropped as ``duplicate``, and one that repeats a task of an excluded file (``synth
+--exclude``: a training set the new tasks must not overlap, e.g. when they are held out) as ``excluded``;
+exact repeats compare :func:`normalized` texts. Lookups go through an inverted index of n-grams, so a
 candidate is compared only with the samples it shares an n-gram with.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from agentrl_envs.core.data import DataRoot
 
-__all__ = ["N", "THRESHOLD", "OverlapIndex", "reference_texts", "task_text"]
+__all__ = ["N", "THRESHOLD", "OverlapIndex", "normalized", "read_samples", "reference_texts", "task_text", "texts_in"]
 
 N = 3
 THRESHOLD = 0.5
@@ -52,6 +56,24 @@ def task_text(task: str, sample: dict[str, Any]) -> str:
         return f"{sample.get('description', '')} {init_text}"
     relations = " ".join(a.split(",", 1)[-1] for a in sample.get("actions", []) if "," in a)
     return f"{sample.get('question', '')} {' '.join(sample.get('entities', {}))} {relations}"
+
+
+def normalized(text: str) -> str:
+    """A task text with case and whitespace folded: the form exact repeats are compared in."""
+    return " ".join(text.lower().split())
+
+
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    """The samples of a task file in its upstream format: JSON lines (DB) or a JSON list (OS, KG)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return json.loads(text)
+
+
+def texts_in(task: str, path: Path) -> set[str]:
+    """The :func:`normalized` texts of a task file's samples."""
+    return {normalized(task_text(task, sample)) for sample in read_samples(path)}
 
 
 def reference_texts(data: DataRoot, task: str) -> list[str]:

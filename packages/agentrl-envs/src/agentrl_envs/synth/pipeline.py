@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentrl_envs.synth.dedupe import THRESHOLD, OverlapIndex, reference_texts, task_text
+from agentrl_envs.synth.dedupe import THRESHOLD, OverlapIndex, normalized, reference_texts, task_text
 from agentrl_envs.synth.types import Candidate, Rejection, SynthCounts
 from agentrl_envs.synth.validate import TaskAdapter, validate
 
@@ -53,6 +53,7 @@ def synthesize(
     difficulties: tuple[int, ...],
     out: Path | None,
     check_oracle: bool = True,
+    exclude: frozenset[str] = frozenset(),
 ) -> RunResult:
     """Produce up to ``n`` validated tasks spread over ``difficulties`` (see the module docstring).
 
@@ -64,10 +65,13 @@ def synthesize(
         difficulties: Levels to draw, each getting an equal share (the first ones any remainder).
         out: The file to write (``None``: write nothing, count only).
         check_oracle: Replay the oracle on the written file and report its success rate.
+        exclude: :func:`~agentrl_envs.synth.dedupe.normalized` texts of tasks the run must not repeat
+            (a training set, when the new tasks are to be held out); such candidates are dropped as
+            ``excluded`` and more are drawn in their place.
     """
     counts = SynthCounts(adapter.task, name)
     overlap = OverlapIndex(reference_texts(adapter.data, adapter.task))
-    seen: set[str] = set()
+    seen = _Seen(exclude)
     kept: list[Candidate] = []
     for position, level in enumerate(difficulties):
         share = n // len(difficulties) + (1 if position < n % len(difficulties) else 0)
@@ -92,7 +96,7 @@ def _fill_level(
     share: int,
     counts: SynthCounts,
     overlap: OverlapIndex,
-    seen: set[str],
+    seen: _Seen,
 ) -> list[Candidate]:
     kept: list[Candidate] = []
     drawn = 0
@@ -123,17 +127,26 @@ def _fill_level(
     return kept
 
 
-def _is_duplicate(
-    task: str, sample: dict[str, Any], counts: SynthCounts, overlap: OverlapIndex, seen: set[str]
-) -> bool:
-    text = " ".join(task_text(task, sample).lower().split())
-    if text in seen:
+@dataclass
+class _Seen:
+    """The texts a candidate must not repeat: the excluded files' and this run's earlier candidates'."""
+
+    excluded: frozenset[str]
+    earlier: set[str] = field(default_factory=set)
+
+
+def _is_duplicate(task: str, sample: dict[str, Any], counts: SynthCounts, overlap: OverlapIndex, seen: _Seen) -> bool:
+    text = normalized(task_text(task, sample))
+    if text in seen.excluded:
+        counts.reject(Rejection("excluded", text[:200]))
+        return True
+    if text in seen.earlier:
         counts.reject(Rejection("duplicate", text[:200]))
         return True
     similarity = overlap.max_similarity(text)
     if similarity >= THRESHOLD:
         counts.reject(Rejection("near_duplicate", f"similarity {similarity:.2f}: {text[:200]}"))
         return True
-    seen.add(text)
+    seen.earlier.add(text)
     counts.max_overlap = max(counts.max_overlap, similarity)
     return False
