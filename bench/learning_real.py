@@ -14,9 +14,10 @@ Per seed, the run ``make train`` does (``examples/configs/learn_db.yaml``, throu
    advantage normalization on (``norm``) and off (``no_norm``), both from the same SFT checkpoint;
 4. score success per task on the held-out set and on dev before SFT, after SFT and after RL (sampling).
 
-A finished run (its ``summary.json`` beside the overrides it ran with) is reused, so the seeds of a long bench
-can be run across several invocations (``--seeds`` counts from ``--first-seed``, 0 by default; a seed takes ~2 h
-on 2 cores, so ``--first-seed 1 --seeds 1`` runs seed 1 alone).
+A finished run (its ``summary.json`` beside the overrides and task files it ran with) is reused, so the seeds of a
+long bench can be run across several invocations (``--seeds`` counts from ``--first-seed``, 0 by default; a seed
+takes ~2 h on 2 cores, so ``--first-seed 1 --seeds 1`` runs seed 1 alone); a run whose held-out sets changed since
+is scored again, not trained again.
 
     uv run python bench/learning_real.py                 # 3 seeds
     uv run python bench/learning_real.py --quick         # one seed, small budgets: a smoke check
@@ -42,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrl_envs.synth.dedupe import normalized, read_samples, task_text, texts_in
-from agentrl_trainer.cli import load_config, run_training
+from agentrl_trainer.cli import load_config, prepare_model, run_training
+from agentrl_trainer.stages import evaluate_model, write_stages
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "examples" / "configs" / "learn_db.yaml"
@@ -113,10 +115,14 @@ def synthesize(out: Path, args: argparse.Namespace) -> TaskFiles:
     return files
 
 
-def fingerprint(files: TaskFiles) -> dict[str, str]:
-    """The SHA-256 of every task file of the bench: a run is reused only if it trained and scored on these."""
-    paths = sorted(d / name for d in vars(files).values() for _, name in _TASK_FILES if (d / name).is_file())
-    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths}
+def fingerprint(files: TaskFiles) -> dict[str, dict[str, str]]:
+    """The SHA-256 of every task file of the bench, those a run trains on and those it is scored on apart."""
+
+    def hashes(directories: list[Path]) -> dict[str, str]:
+        paths = sorted(d / name for d in directories for _, name in _TASK_FILES if (d / name).is_file())
+        return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths}
+
+    return {"trained": hashes(files.trained()), "scored": hashes([files.heldout, files.heldout_rl])}
 
 
 def overlap(trained: list[Path], heldout: Path) -> dict[str, int]:
@@ -170,21 +176,42 @@ def overrides(args: argparse.Namespace, seed: int, variant: str, files: TaskFile
     return list(args.set) + [f"{k}={json.dumps(v)}" for k, v in values.items()]
 
 
-def run_once(args: argparse.Namespace, values: list[str], files: dict[str, str]) -> dict[str, Any]:
-    """One training run's summary: a finished run with the same overrides and task files (their
-    :func:`fingerprint`) is reused, else trained now."""
+def run_once(args: argparse.Namespace, values: list[str], files: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """One training run's summary.
+
+    A finished run with the same overrides and task files (their :func:`fingerprint`) is reused; one that
+    trained with the same but was scored on other held-out sets is scored again (:func:`rescore`), its models
+    kept; any other is trained now.
+    """
     model_args, config = load_config(args.config, values)
     output = Path(config.output_dir)
     summary_path, args_path = output / "summary.json", output / RUN_ARGS
     ran_with = {"overrides": values, "task_files": files}
-    if summary_path.is_file() and args_path.is_file() and json.loads(args_path.read_text()) == ran_with:
-        summary = json.loads(summary_path.read_text())
-        if "after_rl" in summary.get("stages", {}):
-            print(f"reused {output} (finished with the same overrides)", file=sys.stderr)
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    before = json.loads(args_path.read_text()) if args_path.is_file() else None
+    if "after_rl" in summary.get("stages", {}) and isinstance(before, dict) and before["overrides"] == values:
+        if before["task_files"] == files:
+            print(f"reused {output} (finished with the same overrides and task files)", file=sys.stderr)
+            return summary
+        warmup = (summary.get("sft_warmup") or {}).get("model_path")
+        if before["task_files"]["trained"] == files["trained"] and warmup and Path(warmup).is_dir():
+            print(f"rescored {output} (trained on the same tasks; other held-out sets)", file=sys.stderr)
+            summary = rescore(model_args, config, warmup)
+            args_path.write_text(json.dumps(ran_with, indent=1) + "\n", encoding="utf-8")
             return summary
     summary = run_training(model_args, config)
     args_path.write_text(json.dumps(ran_with, indent=1) + "\n", encoding="utf-8")
     return summary
+
+
+def rescore(model_args: Any, config: Any, warmup: str) -> dict[str, Any]:
+    """A finished run's three models scored on the config's sets again; returns its updated summary."""
+    start, tokenizer = prepare_model(model_args, config)  # the cached tiny model
+    stage_eval = config.stage_eval_config()
+    models = {"before_sft": start, "after_sft": warmup, "after_rl": config.output_dir}
+    stages = {stage: evaluate_model(path, tokenizer, config, stage_eval).scores for stage, path in models.items()}
+    write_stages(config.output_dir, stages)
+    return json.loads((Path(config.output_dir) / "summary.json").read_text())
 
 
 def main() -> None:

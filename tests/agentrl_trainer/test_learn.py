@@ -121,6 +121,14 @@ def test_learning_real_quick_runs_synth_sft_rl_and_scores_every_stage(tmp_path: 
     assert again.returncode == 0, again.stderr[-4000:]
     assert again.stderr.count("reused") == 2  # norm and no_norm
     assert json.loads(again.stdout.strip().splitlines()[-1])["tasks"] == figures["tasks"]
+    # A run whose held-out set changed since is scored again on it with the models it has, not trained again.
+    heldout_rl.write_text(heldout_rl.read_text().splitlines(keepends=True)[0], encoding="utf-8")
+    trained = (run / "model.safetensors").stat().st_mtime_ns
+    third = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert third.returncode == 0, third.stderr[-4000:]
+    assert third.stderr.count("rescored") == 2 and "reused" not in third.stderr.replace("reused from", "")
+    assert json.loads(third.stdout.strip().splitlines()[-1])["heldout_sizes"]["heldout_rl_types"] == {"db": 1}
+    assert (run / "model.safetensors").stat().st_mtime_ns == trained
 
 
 def test_oracle_options_record_db_transcripts_that_recover_from_an_error(tmp_path: Path) -> None:
