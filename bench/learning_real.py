@@ -133,7 +133,7 @@ def overlap(trained: list[Path], heldout: Path) -> dict[str, int]:
     out = {}
     for task, name in _TASK_FILES:
         if (heldout / name).is_file():
-            seen = set().union(*(texts_in(task, d / name) for d in trained if (d / name).is_file()))
+            seen = texts_in(task, [d / name for d in trained])
             out[task] = sum(normalized(task_text(task, row)) in seen for row in read_samples(heldout / name))
     return out
 

@@ -46,7 +46,7 @@ def test_exclude_draws_other_tasks_than_those_of_a_given_set(tmp_path: Path) -> 
     for task, name in (("db", "db.jsonl"), ("kg", "kg.json")):
         assert runs[task]["kept"] == 5
         assert runs[task]["rejected"]["excluded"] >= 5
-        assert not texts_in(task, train / name) & texts_in(task, heldout / name)
+        assert not texts_in(task, [train / name]) & texts_in(task, [heldout / name])
 
 
 @pytest.mark.parametrize(

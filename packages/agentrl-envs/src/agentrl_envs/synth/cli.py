@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         path = out / f"{task}{adapter.suffix}"
         result = synthesize(
             adapter, generator, name=args.generator, n=args.n, difficulties=levels, out=path,
-            check_oracle=not args.no_oracle_check, exclude=_excluded_texts(task, adapter.suffix, args.exclude),
+            check_oracle=not args.no_oracle_check,
+            exclude=texts_in(task, [d / f"{task}{adapter.suffix}" for d in args.exclude]),
         )  # fmt: skip
         entry = result.counts.to_json() | {"file": str(result.path) if result.path else None}
         report.append(entry)
@@ -99,12 +100,6 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(report))
     print(f"wrote {out}/report.json")
     return 0
-
-
-def _excluded_texts(task: TaskName, suffix: str, directories: list[Path]) -> frozenset[str]:
-    """The texts of ``task``'s files in the ``--exclude`` directories (a directory without one adds nothing)."""
-    files = [d / f"{task}{suffix}" for d in directories if (d / f"{task}{suffix}").is_file()]
-    return frozenset().union(*(texts_in(task, f) for f in files))
 
 
 def _comma_list(text: str) -> list[str]:

@@ -71,9 +71,11 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     return json.loads(text)
 
 
-def texts_in(task: str, path: Path) -> set[str]:
-    """The :func:`normalized` texts of a task file's samples."""
-    return {normalized(task_text(task, sample)) for sample in read_samples(path)}
+def texts_in(task: str, paths: Iterable[Path]) -> frozenset[str]:
+    """The :func:`normalized` texts of the samples of ``task``'s files at ``paths`` (one that is absent adds none)."""
+    return frozenset(
+        normalized(task_text(task, sample)) for path in paths if path.is_file() for sample in read_samples(path)
+    )
 
 
 def reference_texts(data: DataRoot, task: str) -> list[str]:
